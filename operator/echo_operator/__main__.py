@@ -1,0 +1,28 @@
+"""``python -m echo_operator``: run the operator with settings from the environment."""
+
+from __future__ import annotations
+
+import logging
+
+import kopf
+
+from echo_operator.config import OperatorConfig
+from echo_operator.handlers import build_registry
+
+
+def main() -> None:
+    """Run the operator in the foreground until SIGTERM (one replica, no peering)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = OperatorConfig.from_env()
+    kopf.run(
+        registry=build_registry(config),
+        memo=kopf.Memo(config=config),
+        standalone=True,
+        clusterwide=not config.namespaces,
+        namespaces=list(config.namespaces),
+        liveness_endpoint=config.liveness_endpoint,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,18 @@
+"""The things every reconciler needs, built once per operator process."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from echo_operator.backend import Backend
+from echo_operator.config import OperatorConfig
+from echo_operator.kube import Kube
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """API access, the Echo Memory backend and the process settings."""
+
+    kube: Kube
+    backend: Backend
+    config: OperatorConfig
