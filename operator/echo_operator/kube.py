@@ -9,21 +9,54 @@ reconciliation step is safe to repeat.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import lightkube
-from lightkube.core.resource_registry import resource_registry
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube.core import resource as lk_resource
+from lightkube.generic_resource import (
+    GenericGlobalResource,
+    GenericGlobalStatus,
+    GenericNamespacedResource,
+    GenericNamespacedStatus,
+    create_api_info,
+)
 from lightkube.types import PatchType
 
 from echo_operator import names
 
-# Generic models for the kinds lightkube does not ship.
-create_namespaced_resource(names.CNPG_GROUP, "v1", "Cluster", "clusters")
-create_namespaced_resource(names.GROUP, names.VERSION, names.ORG_KIND, names.ORG_PLURAL)
-create_namespaced_resource(names.GROUP, names.VERSION, names.SCOPE_KIND, names.SCOPE_PLURAL)
-create_namespaced_resource(names.GROUP, names.VERSION, names.AGENT_KIND, names.AGENT_PLURAL)
-_CRD = resource_registry.load("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+#: Every kind the operator touches, with its plural and whether it is namespaced.
+KINDS: dict[tuple[str, str], tuple[str, bool]] = {
+    ("v1", "Secret"): ("secrets", True),
+    ("v1", "Service"): ("services", True),
+    ("apps/v1", "StatefulSet"): ("statefulsets", True),
+    ("batch/v1", "Job"): ("jobs", True),
+    (names.CNPG_API_VERSION, "Cluster"): ("clusters", True),
+    (names.API_VERSION, names.ORG_KIND): (names.ORG_PLURAL, True),
+    (names.API_VERSION, names.SCOPE_KIND): (names.SCOPE_PLURAL, True),
+    (names.API_VERSION, names.AGENT_KIND): (names.AGENT_PLURAL, True),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): ("customresourcedefinitions", False),
+}
+
+
+@functools.cache
+def _model(api_version: str, kind: str) -> Any:
+    """An untyped (dict-based) lightkube resource class for one kind.
+
+    Deliberately not lightkube's typed models: those reject objects missing
+    fields a controller normally fills in, and we only need a few keys.  The
+    classes are not put in lightkube's global registry, so they cannot clash
+    with typed models other code may load.
+    """
+    plural, namespaced = KINDS[(api_version, kind)]
+    group, _, version = api_version.rpartition("/")
+    info = create_api_info(group, version, kind, plural)
+    main, status = ((GenericNamespacedResource, GenericNamespacedStatus) if namespaced
+                    else (GenericGlobalResource, GenericGlobalStatus))
+    status_info = lk_resource.ApiInfo(resource=info.resource, parent=info.resource, plural=plural,
+                                      verbs=["get", "patch"], action="status")
+    status_cls = type(f"{kind}Status", (status,), {"_api_info": status_info})
+    return type(kind, (main,), {"_api_info": info, "Status": status_cls})
 
 
 class KubeError(RuntimeError):
@@ -32,10 +65,6 @@ class KubeError(RuntimeError):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
-
-
-def _model(api_version: str, kind: str) -> Any:
-    return resource_registry.load(api_version, kind)
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
@@ -111,7 +140,7 @@ class Kube:
     async def crd_installed(self, crd_name: str) -> bool:
         """Whether a CustomResourceDefinition of that name exists (e.g. CloudNativePG's)."""
         try:
-            await self._client.get(_CRD, crd_name)
+            await self._client.get(_model("apiextensions.k8s.io/v1", "CustomResourceDefinition"), crd_name)
         except lightkube.ApiError as exc:
             if _code(exc) == 404:
                 return False

