@@ -53,6 +53,8 @@ def _post_phase_event(body: Mapping[str, Any], old: Mapping[str, Any], new: Mapp
 
 
 async def _reconcile(reconciler: Reconciler, body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
+    if body["metadata"].get("deletionTimestamp"):
+        return  # being deleted: never recreate children the finalizer may be removing
     async with _lock(body):
         status = await reconciler(memo.ctx, body)
     _post_phase_event(body, body.get("status") or {}, status)
