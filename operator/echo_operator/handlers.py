@@ -131,10 +131,9 @@ def build_registry(config: OperatorConfig) -> kopf.OperatorRegistry:
         (names.AGENT_PLURAL, agent_reconcile, agent_delete),
     ]
     for plural, reconcile_fn, delete_fn in kinds:
-        kopf.timer(names.GROUP, names.VERSION, plural, id="resync", interval=config.resync_seconds,
-                   registry=reg)(reconcile_fn)
-        kopf.on.update(names.GROUP, names.VERSION, plural, id="spec-changed", field="spec",
-                       registry=reg)(reconcile_fn)
+        kind = {"group": names.GROUP, "version": names.VERSION, "plural": plural}
+        kopf.timer(**kind, id="resync", interval=config.resync_seconds, registry=reg)(reconcile_fn)
+        kopf.on.update(**kind, id="spec-changed", field="spec", registry=reg)(reconcile_fn)
         if delete_fn is not None:
-            kopf.on.delete(names.GROUP, names.VERSION, plural, id="finalize", registry=reg)(delete_fn)
+            kopf.on.delete(**kind, id="finalize", registry=reg)(delete_fn)
     return reg

@@ -186,3 +186,23 @@ def closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     close(out)
     return out
+
+
+def newest_k8s_minors(count: int = 2) -> list[str]:
+    """The ``count`` newest Kubernetes versions kubernetes-validate ships schemas for."""
+    from kubernetes_validate.utils import all_versions
+
+    def key(version: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in version.split("."))
+
+    return sorted(set(all_versions()), key=key)[-count:]
+
+
+def validate_strict(obj: dict[str, Any], versions: list[str]) -> None:
+    """kubernetes-validate in strict mode for each version (server-set metadata removed first)."""
+    import kubernetes_validate
+
+    server_set = ("uid", "resourceVersion", "generation", "creationTimestamp")
+    clean = {**obj, "metadata": {k: v for k, v in obj.get("metadata", {}).items() if k not in server_set}}
+    for version in versions:
+        kubernetes_validate.validate(clean, version, strict=True)

@@ -13,12 +13,11 @@ from typing import Any
 
 import aiohttp
 import jsonschema
-import kubernetes_validate
 import pytest
 from echo_operator import OperatorConfig
 from echo_operator.manifests import b64, decode_secret
 from k8s_emulator import ApiServer
-from k8s_support import RecordingBackend, closed_schema, eventually
+from k8s_support import RecordingBackend, closed_schema, eventually, newest_k8s_minors, validate_strict
 
 pytestmark = [pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(60)]
 
@@ -30,7 +29,6 @@ ORGS, SCOPES, AGENTS = ("echo-memory.io/v1alpha1/memoryorgs", "echo-memory.io/v1
 STS, SVC, SECRET, JOB = "apps/v1/statefulsets", "v1/services", "v1/secrets", "batch/v1/jobs"
 CLUSTERS = "postgresql.cnpg.io/v1/clusters"
 MERGE = {"Content-Type": "application/merge-patch+json"}
-K8S_VERSION = "1.37.0"
 
 
 def config(**overrides: Any) -> OperatorConfig:
@@ -105,10 +103,8 @@ async def cluster(api: ApiServer) -> Any:
 
 
 def assert_valid(obj: dict[str, Any]) -> None:
-    """Strict schema check of what actually reached the API server (server-set fields removed)."""
-    clean = {**obj, "metadata": {k: v for k, v in obj["metadata"].items()
-                                 if k not in ("uid", "resourceVersion", "generation", "creationTimestamp")}}
-    kubernetes_validate.validate(clean, K8S_VERSION, strict=True)
+    """Strict schema check of what actually reached the API server, for the newest two minors."""
+    validate_strict(obj, newest_k8s_minors())
 
 
 async def test_statefulset_org_lifecycle(cluster: Cluster, operator_factory: Any, crds: dict[str, Any]) -> None:

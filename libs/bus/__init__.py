@@ -1,0 +1,1 @@
+"""NATS plumbing: brokers with tracing, the typed request client, and the service runtime."""

@@ -1,0 +1,58 @@
+"""The one way to call a service: a typed request with an explicit time-out.
+
+Callers get the verb's result as a dict, or a typed `EchoError`: a missing service is
+`Unavailable`, a silent one is `BusTimeout`, both retryable; never an empty success.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nats.errors
+from faststream.nats import NatsBroker
+
+from libs.contracts.bus import Caller, Reply, Request
+from libs.contracts.errors import BusTimeout, EchoError, Internal, Unavailable, from_info
+from libs.contracts.subjects import request_subject
+
+
+class BusClient:
+    def __init__(self, broker: NatsBroker) -> None:
+        self.broker = broker
+
+    async def call(
+        self,
+        *,
+        caller: Caller,
+        service: str,
+        verb: str,
+        args: dict[str, Any],
+        timeout: float,
+    ) -> dict[str, Any]:
+        subject = request_subject(caller.org, service, verb)
+        try:
+            message = await self.broker.request(
+                Request(caller=caller, args=args), subject, timeout=timeout
+            )
+        except nats.errors.NoRespondersError as exc:
+            raise Unavailable(
+                f"no {service} service is running for org '{caller.org}'; retry once it is back"
+            ) from exc
+        except (TimeoutError, nats.errors.TimeoutError) as exc:
+            raise BusTimeout(
+                f"the {service} service did not answer {verb} within {timeout:g} s; it may be down or overloaded"
+            ) from exc
+        except (nats.errors.ConnectionClosedError, nats.errors.NoServersError) as exc:
+            raise Unavailable("the message bus (NATS) cannot be reached") from exc
+        try:
+            reply = Reply.model_validate(await message.decode())
+        except ValueError as exc:
+            raise Internal(f"the {service} service sent a malformed reply to {verb}") from exc
+        if reply.ok and reply.result is not None:
+            return reply.result
+        if reply.error is not None:
+            raise from_info(reply.error)
+        raise Internal(f"the {service} service replied to {verb} with neither a result nor an error")
+
+
+__all__ = ["BusClient", "EchoError"]

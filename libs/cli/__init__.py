@@ -1,0 +1,1 @@
+"""The `echo-memory` command line."""

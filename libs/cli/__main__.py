@@ -1,0 +1,5 @@
+import sys
+
+from libs.cli.main import main
+
+sys.exit(main())

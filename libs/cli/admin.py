@@ -1,0 +1,105 @@
+"""`init-db`, `token`, `scope`, `mcp`: commands that act on one org."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from pydantic import SecretStr
+
+from libs.cli.connection import NotRunning, admin_call, nats_url
+from libs.config import Settings
+from libs.contracts.admin import ScopeCreateResult, TokenCreateResult, TokenListResult, TokenRevokeResult
+from libs.contracts.errors import EchoError
+from libs.store.schema import apply_migrations, schema_version
+from libs.supervisor.postgres import EmbeddedPostgres
+from libs.supervisor.state import read_state
+
+
+def _database_url(settings: Settings) -> str | None:
+    if settings.database_url is not None:
+        return settings.database_url.get_secret_value()
+    state = read_state(settings.home.expanduser())
+    if state is None or state.pg_port is None:
+        return None
+    return EmbeddedPostgres(settings.home.expanduser() / "postgres", state.pg_port).url()
+
+
+def init_db(settings: Settings) -> int:
+    """Apply pending migrations; prints each one applied, or that the schema is up to date."""
+    url = _database_url(settings)
+    if url is None:
+        print("echo-memory: set ECHO_MEMORY_DATABASE_URL, or start the embedded system with `echo-memory up`",
+              file=sys.stderr)
+        return 2
+    try:
+        applied = apply_migrations(url)
+    except EchoError as exc:
+        print(f"echo-memory: {exc.message}", file=sys.stderr)
+        return 1
+    for name in applied:
+        print(f"applied {name}")
+    print(f"schema version {schema_version(url)}" + ("" if applied else " (already up to date)"))
+    return 0
+
+
+def _call(settings: Settings, service: str, verb: str, args: dict[str, object]) -> dict[str, object] | None:
+    try:
+        return asyncio.run(admin_call(settings, service, verb, args))
+    except (EchoError, NotRunning) as exc:
+        print(f"echo-memory: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return None
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def token(settings: Settings, args: argparse.Namespace) -> int:
+    if args.token_command == "create":
+        raw = _call(settings, "writes", "token_create",
+                    {"agent_id": args.agent, "read_scopes": _split(args.read), "write_scopes": _split(args.write)})
+        if raw is None:
+            return 1
+        created = TokenCreateResult.model_validate(raw)
+        print(f"token for agent '{created.agent_id}' (id {created.token_id}); it is shown only once:")
+        print(created.token)
+        return 0
+    if args.token_command == "list":
+        raw = _call(settings, "writes", "token_list", {})
+        if raw is None:
+            return 1
+        for info in TokenListResult.model_validate(raw).tokens:
+            state = f"revoked {info.revoked_at:%Y-%m-%d}" if info.revoked_at else "active"
+            print(f"{info.token_id}  {info.prefix}…  {info.agent_id:<16} read={','.join(info.read_scopes)} "
+                  f"write={','.join(info.write_scopes)}  {state}")
+        return 0
+    raw = _call(settings, "writes", "token_revoke", {"token_id": args.token_id, "agent_id": args.agent})
+    if raw is None:
+        return 1
+    print(f"revoked {TokenRevokeResult.model_validate(raw).revoked} token(s)")
+    return 0
+
+
+def scope(settings: Settings, args: argparse.Namespace) -> int:
+    raw = _call(settings, "writes", "scope_create", {"name": args.name, "description": args.description})
+    if raw is None:
+        return 1
+    result = ScopeCreateResult.model_validate(raw)
+    print(f"scope '{result.name}' " + ("created" if result.created else "already exists"))
+    return 0
+
+
+def mcp_stdio(settings: Settings, token_value: str | None) -> int:
+    from services.edge.app import serve_stdio
+
+    try:
+        url = nats_url(settings)
+    except NotRunning as exc:
+        print(f"echo-memory mcp: {exc}", file=sys.stderr)
+        return 2
+    updates: dict[str, object] = {"nats_url": url}
+    if token_value:
+        updates["token"] = SecretStr(token_value)
+    return asyncio.run(serve_stdio(settings.model_copy(update=updates)))

@@ -1,0 +1,158 @@
+"""`up`, `down`, `quickstart`, `status`: the embedded system's lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+
+from libs.cli.connection import admin_call
+from libs.config import Settings
+from libs.contracts.admin import StatusResult, TokenCreateResult
+from libs.contracts.errors import EchoError
+from libs.store.schema import SchemaTooNew
+from libs.supervisor.nats import NatsError
+from libs.supervisor.postgres import PostgresError
+from libs.supervisor.state import read_state
+from libs.supervisor.supervisor import StartupError, Supervisor
+
+QUICKSTART_AGENT = "claude-code"
+
+
+def up(settings: Settings, *, detach: bool = False, quickstart: bool = False) -> int:
+    """Start everything and stay in the foreground until Ctrl-C (or detach and return)."""
+    if detach:
+        return _detach(settings, quickstart)
+    supervisor = Supervisor(settings)
+    try:
+        state = supervisor.start()
+    except (StartupError, PostgresError, NatsError, SchemaTooNew) as exc:
+        print(f"echo-memory: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        supervisor.stop()
+        return 130
+    print(f"echo-memory: ready — MCP at {state.edge_url}", flush=True)
+    if quickstart:
+        code = _print_client_line(settings, state.edge_url or "")
+        if code:
+            supervisor.stop()
+            return code
+    print("echo-memory: Ctrl-C stops everything", flush=True)
+    try:
+        supervisor.run_forever()
+    finally:
+        print("echo-memory: stopping", flush=True)
+        supervisor.stop()
+        print("echo-memory: stopped", flush=True)
+    return 0
+
+
+def _print_client_line(settings: Settings, edge_url: str) -> int:
+    try:
+        created = TokenCreateResult.model_validate(
+            asyncio.run(
+                admin_call(settings, "writes", "token_create",
+                           {"agent_id": QUICKSTART_AGENT, "read_scopes": ["shared", "solo"],
+                            "write_scopes": ["shared", "solo"]})
+            )
+        )
+    except EchoError as exc:
+        print(f"echo-memory: could not issue a token: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"echo-memory: token for agent '{created.agent_id}': {created.token}")
+    print("echo-memory: connect Claude Code with:")
+    print(
+        f"  claude mcp add --transport http echo-memory {edge_url} "
+        f'--header "Authorization: Bearer {created.token}"',
+        flush=True,
+    )
+    return 0
+
+
+def _detach(settings: Settings, quickstart: bool) -> int:
+    home = settings.home.expanduser()
+    home.mkdir(parents=True, exist_ok=True)
+    log = open(home / "supervisor.log", "ab")  # noqa: SIM115
+    args = [sys.executable, "-m", "libs.cli", "quickstart" if quickstart else "up"]
+    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        state = read_state(home)
+        if state is not None and state.ready and state.supervisor_pid == process.pid:
+            print(f"echo-memory: running in the background (pid {process.pid}); MCP at {state.edge_url}")
+            print(f"echo-memory: log {home / 'supervisor.log'}; stop with `echo-memory down`")
+            return 0
+        if process.poll() is not None:
+            tail = (home / "supervisor.log").read_text(errors="replace").strip().splitlines()[-1:]
+            print(f"echo-memory: the background start failed: {tail[0] if tail else 'no output'}", file=sys.stderr)
+            return 1
+        time.sleep(0.2)
+    print("echo-memory: the background start did not become ready within 120 s", file=sys.stderr)
+    return 1
+
+
+def down(settings: Settings, timeout: float = 60.0) -> int:
+    """Stop the running supervisor of this data directory and wait until it is gone."""
+    home = settings.home.expanduser()
+    state = read_state(home)
+    if state is None or not psutil.pid_exists(state.supervisor_pid):
+        print(f"echo-memory: nothing is running for {home}")
+        return 0
+    os.kill(state.supervisor_pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not psutil.pid_exists(state.supervisor_pid) or _is_zombie(state.supervisor_pid):
+            print("echo-memory: stopped")
+            return 0
+        time.sleep(0.1)
+    print(f"echo-memory: pid {state.supervisor_pid} did not stop within {timeout:.0f} s", file=sys.stderr)
+    return 1
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def status(settings: Settings) -> int:
+    """Print each component's truth: running or not, port, pid, restarts; then schema and facts.
+
+    Exit code 0 when every component runs, 1 otherwise (including when nothing runs).
+    """
+    home = settings.home.expanduser()
+    state = read_state(home)
+    print(f"data directory: {home}")
+    if state is None or not psutil.pid_exists(state.supervisor_pid) or _is_zombie(state.supervisor_pid):
+        print("supervisor: not running (start with `echo-memory up`)")
+        return 1
+    print(f"supervisor: running, pid {state.supervisor_pid}, since {state.started_at:%Y-%m-%d %H:%M:%S} UTC")
+    print(f"MCP: {state.edge_url}")
+    all_up = True
+    print(f"{'component':<14}{'state':<12}{'pid':>8}{'port':>8}{'restarts':>10}")
+    for component in state.components.values():
+        alive = component.pid is not None and psutil.pid_exists(component.pid) and not _is_zombie(component.pid)
+        shown = component.status if (alive or component.status != "running") else "dead"
+        all_up &= alive and component.status == "running"
+        print(
+            f"{component.name:<14}{shown:<12}{component.pid or '-':>8}{component.port or '-':>8}"
+            f"{component.restarts:>10}"
+        )
+    try:
+        result = StatusResult.model_validate(asyncio.run(admin_call(settings, "writes", "status", {}, timeout=5)))
+    except EchoError as exc:
+        print(f"schema: unknown ({exc.message})")
+        return 1
+    print(f"schema version: {result.schema_version}")
+    for scope in result.scopes:
+        last = f", last write {scope.last_write:%Y-%m-%d %H:%M:%S}" if scope.last_write else ""
+        print(f"scope {scope.scope}: {scope.active_facts} active facts, {scope.facts} in history{last}")
+    return 0 if all_up else 1

@@ -1,0 +1,8 @@
+"""Process settings, read once from the environment at each entry point and passed down.
+
+Per-org or per-scope values never live here; they come from the org's database.
+"""
+
+from libs.config.settings import Settings, Timeouts, default_home, load_settings
+
+__all__ = ["Settings", "Timeouts", "default_home", "load_settings"]

@@ -1,0 +1,49 @@
+"""Typed process settings (pydantic-settings), one `ECHO_MEMORY_` prefix for every process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> Path:
+    """The user's data directory for Echo Memory (overridden by ECHO_MEMORY_HOME)."""
+    return Path(platformdirs.user_data_dir("echo-memory", appauthor=False))
+
+
+class Timeouts(BaseModel):
+    """Seconds a bus request may take before the caller gets a retryable `bus_timeout` error."""
+
+    write: float = Field(10.0, description="write_episode and the other writes verbs, in seconds")
+    read: float = Field(5.0, description="query_memory, trace_cause, get_audit_log, in seconds")
+    admin: float = Field(30.0, description="token, scope and status verbs, in seconds")
+    bulk: float = Field(600.0, description="reindex, batched imports, in seconds")
+    auth: float = Field(3.0, description="token verification at the edge, in seconds")
+
+
+class Settings(BaseSettings):
+    """Settings shared by the CLI, the supervisor and every service process."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ECHO_MEMORY_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    home: Path = Field(default_factory=default_home, description="data directory (Postgres, NATS, logs, state)")
+    org: str = Field("local", description="the org this process serves by default")
+    database_url: SecretStr | None = Field(None, description="Postgres URL of the default org's database")
+    nats_url: str | None = Field(None, description="NATS URL, e.g. nats://127.0.0.1:4222")
+    edge_host: str = Field("127.0.0.1", description="address the MCP edge binds to")
+    edge_port: int = Field(0, description="MCP edge port; 0 picks a free one")
+    pg_port: int = Field(0, description="embedded Postgres port; 0 picks a free one")
+    nats_port: int = Field(0, description="embedded nats-server port; 0 picks a free one")
+    token: SecretStr | None = Field(None, description="bearer token the CLI and `echo-memory mcp` use")
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    log_level: str = Field("WARNING", description="log level of service processes")
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment; keyword overrides win (tests pass them)."""
+    return Settings(**overrides)  # type: ignore[arg-type]

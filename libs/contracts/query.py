@@ -1,0 +1,42 @@
+"""query_memory: ranked facts and evidence, each with an honest cosine `score`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from libs.contracts.common import Provenance, StrictModel
+
+
+class QueryMemoryInput(StrictModel):
+    query: str | None = Field(None, max_length=4000, description="what you want to know; omit only with digest")
+    scope: str | list[str] | None = Field(None, description="one or more readable scopes; default shared")
+    top_k: int = Field(10, ge=1, le=100)
+    as_of: int | None = Field(None, ge=0, description="Unix seconds: the store as it was then")
+    about: list[str] | None = Field(None, min_length=1, max_length=2, description="one or two entity names")
+    digest: bool = Field(False, description="newest active facts, no query")
+    include_episodes: bool = Field(True, description="also search raw evidence (turns, documents)")
+    max_tokens: int | None = Field(None, ge=1, le=100_000, description="stop adding results past this")
+
+
+class MemoryItem(BaseModel):
+    kind: Literal["fact", "episode"]
+    id: str
+    text: str
+    score: float = Field(description="cosine(query, item), whatever channel found it")
+    rank: int
+    matched: list[str] = Field(description="channels that found it: dense, lexical, graph, about, digest")
+    tokens: int
+    provenance: Provenance
+    source: str | None = None
+    target: str | None = None
+    relation: str | None = None
+
+
+class QueryMemoryResult(BaseModel):
+    results: list[MemoryItem]
+    read_id: str | None
+    total_tokens: int
+    scopes: list[str]
+    note: str | None = Field(None, description="why the result is empty or cut, when it is")

@@ -1,0 +1,82 @@
+"""write_episode: the agent's extraction of one turn, stored as entities and fact edges."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from libs.contracts.common import CausalHint, Confidence, StrictModel
+from libs.contracts.errors import ErrorInfo
+
+MAX_ENTITIES = 50
+MAX_FACTS = 50
+MAX_FACT_CHARS = 2000
+MAX_NAME_CHARS = 200
+
+
+class EntityIn(StrictModel):
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="as the conversation names it")
+    type: str = Field(min_length=1, max_length=64, description="person, service, library, decision, …")
+    aliases: list[str] = Field(default_factory=list, max_length=20, description="other names, exact match only")
+
+
+class FactIn(StrictModel):
+    source: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="name of an entity in this call")
+    target: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="name of an entity in this call")
+    relation: str = Field(min_length=1, max_length=100, description="short verb phrase, e.g. uses, prefers")
+    fact: str = Field(min_length=1, max_length=MAX_FACT_CHARS, description="the claim as one sentence")
+    confidence: Confidence = Field(description="extracted: said outright; inferred: concluded; ambiguous: unsure")
+    causal_hint: CausalHint | None = Field(None, description="how source relates causally to target")
+
+
+class EntityResolution(StrictModel):
+    mention: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    entity_id: str = Field(min_length=1, max_length=64, description='an existing entity id, or "new"')
+    rationale: str | None = Field(None, max_length=500)
+
+
+class WriteEpisodeInput(StrictModel):
+    scope: str | None = Field(None, max_length=100, description="shared (default), solo, or a named scope")
+    session_id: str = Field(min_length=1, max_length=200)
+    project: str | None = Field(None, max_length=200)
+    entities: list[EntityIn] = Field(default_factory=list, max_length=MAX_ENTITIES)
+    facts: list[FactIn] = Field(default_factory=list, max_length=MAX_FACTS)
+    entity_resolutions: list[EntityResolution] = Field(default_factory=list, max_length=MAX_ENTITIES)
+    idempotency_key: str | None = Field(None, min_length=1, max_length=200)
+
+
+class EdgeRef(BaseModel):
+    fact_id: str
+    source: str
+    target: str
+    relation: str
+    supersedes: str | None = Field(None, description="id of the edge this one ended, if any")
+
+
+class Candidate(BaseModel):
+    entity_id: str
+    name: str
+    similarity: float
+
+
+class DeferredMention(BaseModel):
+    mention: str
+    candidates: list[Candidate]
+
+
+NotStored = Literal["refused", "deferred", "unchanged", "no_facts"]
+
+
+class WriteEpisodeResult(BaseModel):
+    """Every key is always present, whatever happened."""
+
+    stored: bool
+    not_stored: NotStored | None = None
+    partial: bool = False
+    edges_created: list[EdgeRef] = Field(default_factory=list)
+    restated: list[EdgeRef] = Field(default_factory=list)
+    deferred: list[DeferredMention] = Field(default_factory=list)
+    retryable: bool = False
+    error: ErrorInfo | None = None
+    scope: str | None = None

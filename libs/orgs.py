@@ -1,0 +1,64 @@
+"""The org registry: which database serves which org, kept in the NATS KV bucket `echo-orgs`.
+
+Services look an org up on its first request, so an org registered while they run (by the
+operator, or by `echo-memory up` for the embedded `local` org) is served without a restart.
+"""
+
+from __future__ import annotations
+
+import json
+
+import nats
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError
+
+from libs.contracts.subjects import ORGS_BUCKET, valid_org
+
+
+async def _bucket(nc: nats.NATS, create: bool):  # type: ignore[no-untyped-def]
+    js = nc.jetstream()
+    try:
+        return await js.key_value(ORGS_BUCKET)
+    except BucketNotFoundError:
+        if not create:
+            return None
+        return await js.create_key_value(bucket=ORGS_BUCKET, history=1)
+
+
+async def register_org(nats_url: str, org: str, database_url: str) -> None:
+    """Record (or replace) the database URL of `org`."""
+    if not valid_org(org):
+        raise ValueError(f"invalid org name {org!r}: use lowercase letters, digits and dashes")
+    nc = await nats.connect(nats_url)
+    try:
+        kv = await _bucket(nc, create=True)
+        await kv.put(org, json.dumps({"org": org, "database_url": database_url}).encode())
+    finally:
+        await nc.close()
+
+
+async def unregister_org(nats_url: str, org: str) -> None:
+    """Forget `org`; its services stop answering for it once their cache expires."""
+    nc = await nats.connect(nats_url)
+    try:
+        kv = await _bucket(nc, create=False)
+        if kv is not None:
+            try:
+                await kv.delete(org)
+            except KeyNotFoundError:
+                pass
+    finally:
+        await nc.close()
+
+
+async def lookup_org(nc: nats.NATS, org: str) -> str | None:
+    """The database URL registered for `org`, or None."""
+    kv = await _bucket(nc, create=False)
+    if kv is None:
+        return None
+    try:
+        entry = await kv.get(org)
+    except KeyNotFoundError:
+        return None
+    if entry.value is None:
+        return None
+    return str(json.loads(entry.value)["database_url"])

@@ -1,0 +1,69 @@
+"""One async connection pool per org, opened on the org's first request."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+from psycopg_pool import AsyncConnectionPool
+
+from libs.contracts.errors import NotFound, Unavailable
+from libs.store.schema import check_version, read_version_async
+
+log = logging.getLogger(__name__)
+
+OrgLookup = Callable[[str], Awaitable[str | None]]
+
+
+class OrgDatabases:
+    """Maps an org to its pool. The default org's URL comes from settings; others from a lookup."""
+
+    def __init__(self, default_org: str, default_url: str | None, lookup: OrgLookup | None = None) -> None:
+        self._urls: dict[str, str] = {default_org: default_url} if default_url else {}
+        self._lookup = lookup
+        self._pools: dict[str, AsyncConnectionPool] = {}
+        self._lock = asyncio.Lock()
+
+    async def pool(self, org: str) -> AsyncConnectionPool:
+        existing = self._pools.get(org)
+        if existing is not None:
+            return existing
+        async with self._lock:
+            if org in self._pools:
+                return self._pools[org]
+            url = self._urls.get(org)
+            if url is None and self._lookup is not None:
+                url = await self._lookup(org)
+            if url is None:
+                raise NotFound(f"org '{org}' is not registered with this deployment")
+            pool = AsyncConnectionPool(
+                url, min_size=1, max_size=8, configure=register_vector_async, open=False, timeout=10
+            )
+            try:
+                await pool.open(wait=True, timeout=10)
+            except Exception as exc:  # psycopg_pool raises its own PoolTimeout on unreachable hosts
+                await pool.close()
+                raise Unavailable(f"the database of org '{org}' cannot be reached") from exc
+            async with pool.connection() as conn:
+                check_version(await read_version_async(conn))
+            self._pools[org] = pool
+            return pool
+
+    @asynccontextmanager
+    async def transaction(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A connection inside one transaction: everything commits together or not at all."""
+        pool = await self.pool(org)
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise Unavailable(f"the database of org '{org}' failed mid-request: {type(exc).__name__}") from exc
+
+    async def close(self) -> None:
+        for pool in self._pools.values():
+            await pool.close()
+        self._pools.clear()

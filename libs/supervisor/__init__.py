@@ -1,0 +1,1 @@
+"""The embedded default: Postgres, nats-server and every service under one foreground supervisor."""

@@ -1,0 +1,1 @@
+"""The audit service: get_audit_log, why, export."""

@@ -1,0 +1,1 @@
+"""The causal service: trace_cause over facts that carry a causal hint."""

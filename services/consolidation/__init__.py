@@ -1,0 +1,1 @@
+"""The consolidation service: tiers, temperature and summaries (demotes, never deletes)."""

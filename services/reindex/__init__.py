@@ -1,0 +1,1 @@
+"""The reindex service: rebuilds derived data (embeddings, lexical statistics)."""

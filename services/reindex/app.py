@@ -1,0 +1,11 @@
+"""reindex is not built yet: the service runs and answers with a typed `not_built` error."""
+
+from faststream.nats import NatsRouter
+
+from libs.bus.service import ServiceContext, not_built_router
+
+SERVICE = "reindex"
+
+
+def build_router(ctx: ServiceContext) -> NatsRouter:
+    return not_built_router(SERVICE, ("reindex",), "issue 4")

@@ -1,0 +1,1 @@
+"""The retrieval service: query_memory and the read log."""

@@ -1,0 +1,27 @@
+"""The retrieval service's subscribers."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from faststream import Path
+from faststream.nats import NatsRouter
+
+from libs.bus.service import ServiceContext
+from libs.contracts.bus import Reply, Request
+from libs.contracts.query import QueryMemoryInput
+from libs.contracts.subjects import queue_group, subscribe_pattern
+from services.retrieval.search import query_memory
+
+SERVICE = "retrieval"
+
+
+def build_router(ctx: ServiceContext) -> NatsRouter:
+    router = NatsRouter()
+
+    @router.subscriber(subscribe_pattern(SERVICE, "query_memory"), queue=queue_group(SERVICE))
+    async def on_query_memory(request: Request, org: str = Path()) -> Reply:
+        assert ctx.embedder is not None
+        return await ctx.handle(org, request, QueryMemoryInput, partial(query_memory, embedder=ctx.embedder))
+
+    return router

@@ -1,0 +1,1 @@
+"""The writes service: everything that changes memory, one transaction per call, no language model."""

@@ -1,0 +1,63 @@
+"""SQL of the writes service. Every statement on a scoped table names scope_id."""
+
+SCOPE_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:scope:' || %s::text))"
+
+FIND_ENTITY_BY_NAME = """
+SELECT e.id, e.name FROM entities e
+WHERE e.scope_id = %(scope_id)s AND lower(e.name) = lower(%(name)s)
+UNION
+SELECT e.id, e.name FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+WHERE a.scope_id = %(scope_id)s AND lower(a.alias) = lower(%(name)s)
+"""
+INSERT_ENTITY = """
+INSERT INTO entities (scope_id, name, type, embedding, created_by)
+VALUES (%(scope_id)s, %(name)s, %(type)s, %(embedding)s, %(agent_id)s)
+RETURNING id
+"""
+INSERT_ALIAS = """
+INSERT INTO entity_aliases (entity_id, scope_id, alias) VALUES (%s, %s, %s)
+ON CONFLICT DO NOTHING
+"""
+INSERT_EPISODE = """
+INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count)
+VALUES (%(scope_id)s, 'write', %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(content)s, %(tokens)s)
+RETURNING id
+"""
+ACTIVE_EDGE = """
+SELECT id, text, confidence, causal_hint FROM facts
+WHERE scope_id = %(scope_id)s AND source_entity = %(source)s AND target_entity = %(target)s
+  AND relation = %(relation)s AND t_invalid IS NULL
+FOR UPDATE
+"""
+END_EDGE = """
+UPDATE facts SET t_invalid = %(now)s WHERE id = %(id)s AND scope_id = %(scope_id)s AND t_invalid IS NULL
+"""
+INSERT_FACT = """
+INSERT INTO facts (scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
+                   causal_hint, hint_origin, t_valid, supersedes, agent_id, tool, project, session_id,
+                   written_at, embedding, token_count)
+VALUES (%(scope_id)s, %(episode_id)s, %(source)s, %(target)s, %(relation)s, %(text)s, %(confidence)s,
+        %(causal_hint)s, %(hint_origin)s, %(now)s, %(supersedes)s, %(agent_id)s, %(tool)s, %(project)s,
+        %(session_id)s, %(now)s, %(embedding)s, %(tokens)s)
+RETURNING id
+"""
+INSERT_AUDIT = """
+INSERT INTO audit_log (scope_id, kind, agent_id, session_id, tool, fact_id, entity_id, before, after, reason)
+VALUES (%(scope_id)s, %(kind)s, %(agent_id)s, %(session_id)s, %(tool)s, %(fact_id)s, %(entity_id)s,
+        %(before)s, %(after)s, %(reason)s)
+"""
+INSERT_OUTBOX = "INSERT INTO outbox (kind, payload) VALUES (%s, %s)"
+TRANSACTION_NOW = "SELECT now()"
+
+SCOPE_COUNTS = """
+SELECT s.name AS scope, count(f.id) AS facts,
+       count(f.id) FILTER (WHERE f.t_invalid IS NULL) AS active_facts,
+       max(f.written_at) AS last_write
+FROM scopes s LEFT JOIN facts f ON f.scope_id = s.id
+GROUP BY s.name ORDER BY s.name
+"""
+SCHEMA_VERSION = "SELECT coalesce(max(version), 0) AS v FROM schema_migrations"
+INSERT_NAMED_SCOPE = """
+INSERT INTO scopes (name, kind, description) VALUES (%s, 'named', %s)
+ON CONFLICT (name) DO NOTHING RETURNING id
+"""
