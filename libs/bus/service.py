@@ -105,40 +105,60 @@ def run_service(name: str, build_router: RouterFactory, settings: Settings, *, e
     return asyncio.run(_serve(name, build_router, settings, embedder))
 
 
-async def _serve(name: str, build_router: RouterFactory, settings: Settings, embedder: bool) -> int:
-    setup_tracing(name)
+@dataclass
+class RunningService:
+    """A service subscribed and serving; `stop()` unsubscribes and closes its pools."""
+
+    ctx: ServiceContext
+    nc: nats.NATS
+    background: asyncio.Task[None] | None = None
+
+    async def stop(self) -> None:
+        if self.background:
+            self.background.cancel()
+        await self.ctx.broker.stop()
+        await self.ctx.databases.close()
+        await self.nc.close()
+
+
+async def start_service(
+    name: str, build_router: RouterFactory, settings: Settings, *, embedder: MiniLM | None = None
+) -> RunningService:
+    """Connect, subscribe and start serving `name` in the running event loop."""
+    from libs.bus.broker import make_broker
+
     nc = await nats.connect(settings.nats_url, max_reconnect_attempts=-1)
 
     async def lookup(org: str) -> str | None:
         return await lookup_org(nc, org)
 
     default_url = settings.database_url.get_secret_value() if settings.database_url else None
-    from libs.bus.broker import make_broker
-
     broker = make_broker(settings.nats_url or "")
     ctx = ServiceContext(
         name=name,
         settings=settings,
         broker=broker,
         databases=OrgDatabases(settings.org, default_url, lookup),
-        embedder=MiniLM() if embedder else None,
+        embedder=embedder,
     )
     broker.include_router(build_router(ctx))
+    await broker.start()
+    on_start = ctx.extra.get("on_start")
+    background = asyncio.create_task(on_start()) if on_start else None
+    return RunningService(ctx=ctx, nc=nc, background=background)
+
+
+async def _serve(name: str, build_router: RouterFactory, settings: Settings, embedder: bool) -> int:
+    setup_tracing(name)
+    running = await start_service(name, build_router, settings, embedder=MiniLM() if embedder else None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await broker.start()
     log.info("%s ready", name)
     print(f"echo-memory {name}: ready", flush=True)
-    on_start = ctx.extra.get("on_start")
-    background = asyncio.create_task(on_start()) if on_start else None
     await stop.wait()
-    if background:
-        background.cancel()
-    await broker.stop()
-    await ctx.databases.close()
-    await nc.close()
+    await running.stop()
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from dataclasses import dataclass
 
 import uvicorn
 from faststream.nats import NatsBroker
@@ -87,20 +88,47 @@ def _transport_security(settings: Settings, port: int) -> TransportSecuritySetti
     )
 
 
-async def serve_http(settings: Settings) -> int:
-    setup_tracing("edge")
+@dataclass
+class RunningEdge:
+    """The HTTP edge serving in the current event loop."""
+
+    url: str
+    broker: NatsBroker
+    web: uvicorn.Server
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        self.web.should_exit = True
+        await self.task
+        await self.broker.stop()
+
+
+async def start_edge(settings: Settings) -> RunningEdge:
+    """Connect to the bus and serve MCP over HTTP; returns once the port accepts connections."""
     broker = make_broker(settings.nats_url or "")
     await broker.start()
     port = settings.edge_port or 8765
     server = build_http_server(settings, broker, port)
     app = server.streamable_http_app(transport_security=_transport_security(settings, port), host=settings.edge_host)
-    config = uvicorn.Config(app, host=settings.edge_host, port=port, log_level="warning", lifespan="on")
-    web = uvicorn.Server(config)
-    print(f"echo-memory edge: ready on http://{settings.edge_host}:{port}/mcp", flush=True)
+    web = uvicorn.Server(uvicorn.Config(app, host=settings.edge_host, port=port, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(web.serve())
+    while not web.started:
+        if task.done():
+            await broker.stop()
+            task.result()  # re-raise why it could not start
+            raise RuntimeError(f"the edge could not bind {settings.edge_host}:{port}")
+        await asyncio.sleep(0.02)
+    return RunningEdge(url=f"http://{settings.edge_host}:{port}/mcp", broker=broker, web=web, task=task)
+
+
+async def serve_http(settings: Settings) -> int:
+    setup_tracing("edge")
+    edge = await start_edge(settings)
+    print(f"echo-memory edge: ready on {edge.url}", flush=True)
     try:
-        await web.serve()
+        await edge.task
     finally:
-        await broker.stop()
+        await edge.broker.stop()
     return 0
 
 

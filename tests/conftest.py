@@ -1,0 +1,120 @@
+"""Session-wide real servers: embedded Postgres (pgvector) and nats-server with JetStream.
+
+Each test gets a fresh database cloned from a migrated template (tens of milliseconds), and a
+fresh org name so its subjects and rows never meet another test's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from libs.embed import MiniLM
+from libs.store.schema import apply_migrations
+from libs.supervisor.nats import NatsServer
+from libs.supervisor.ports import free_port
+from libs.supervisor.postgres import EmbeddedPostgres
+from libs.testing import EchoStack
+
+TEMPLATE = "echo_template"
+
+
+class PostgresFixture:
+    def __init__(self, server: EmbeddedPostgres) -> None:
+        self.server = server
+
+    @property
+    def dsn(self) -> str:
+        return self.server.url("postgres")
+
+    def admin_url(self, dbname: str) -> str:
+        return self.server.url(dbname)
+
+
+@pytest.fixture(autouse=True)
+def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see the developer's ECHO_MEMORY_* settings."""
+    for key in list(os.environ):
+        if key.startswith("ECHO_MEMORY_") or key == "OTEL_EXPORTER_OTLP_ENDPOINT":
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture(scope="session")
+def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresFixture]:
+    base: Path = tmp_path_factory.mktemp("pg")
+    server = EmbeddedPostgres(base, free_port(), durable=False)
+    server.start()
+    with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    apply_migrations(server.url(TEMPLATE))
+    yield PostgresFixture(server)
+    server.stop()
+
+
+@pytest.fixture
+def database_url(pg: PostgresFixture, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:6]
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+    yield pg.admin_url(name)
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def empty_database_url(pg: PostgresFixture) -> Iterator[str]:
+    """A database with no schema at all (for migration tests)."""
+    name = "e_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield pg.admin_url(name)
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = NatsServer(tmp_path_factory.mktemp("nats"), free_port())
+    server.start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> MiniLM:
+    return MiniLM()
+
+
+@pytest.fixture
+def org() -> str:
+    return "t-" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+async def stack(database_url: str, nats_url: str, org: str, embedder: MiniLM) -> AsyncIterator[EchoStack]:
+    """Every service plus the HTTP edge, in-process, for one test."""
+    async with EchoStack(database_url=database_url, nats_url=nats_url, org=org, embedder=embedder) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def spans() -> "InMemorySpanExporter":
+    """Every span of the test session, recorded in memory (installed before any broker is made)."""
+    return _SPANS
+
+
+from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+_SPANS = InMemorySpanExporter()
+_provider = TracerProvider()
+_provider.add_span_processor(SimpleSpanProcessor(_SPANS))
+trace.set_tracer_provider(_provider)
