@@ -21,3 +21,16 @@ class GetAuditLogInput(StrictModel):
 class GetAuditLogResult(BaseModel):
     entries: list[dict[str, object]] = Field(default_factory=list)
     next_cursor: str | None = None
+
+
+# Every kind of audit row, written in the same transaction as the change it records.
+AUDIT_KINDS = (
+    "fact_created",  # after: the edge and claim
+    "fact_superseded",  # before: the ended claim (with its fact_id); after: the new one
+    "entity_created",
+    "entity_resolved",  # after.how: exact | alias | agent-confirmed
+    "recall_saved",
+    "document_registered",
+    "document_ingested",
+    "causal_hint_added",  # post_hoc = true
+)

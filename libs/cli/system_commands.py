@@ -1,0 +1,44 @@
+"""Commands for the embedded system's lifecycle: up, quickstart, down, status, service."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from libs.config import Settings
+
+
+def register(sub: Any) -> None:
+    up = sub.add_parser("up", help="start Postgres, NATS, every service and the MCP edge (foreground)")
+    up.add_argument("--detach", action="store_true", help="run in the background")
+    up.set_defaults(func=lambda s, a: _up(s, a, quickstart=False))
+    quick = sub.add_parser("quickstart", help="up + schema + a fresh token + the `claude mcp add` line")
+    quick.add_argument("--detach", action="store_true", help="run in the background")
+    quick.set_defaults(func=lambda s, a: _up(s, a, quickstart=True))
+    down = sub.add_parser("down", help="stop the system started by `up`")
+    down.set_defaults(func=lambda s, a: _system().down(s))
+    status = sub.add_parser("status", help="each component: running or not, port, pid; schema; facts per scope")
+    status.set_defaults(func=lambda s, a: _system().status(s))
+    service = sub.add_parser("service", help="run one service in the foreground (used by up and Kubernetes)")
+    service.add_argument("name", help="edge, writes, retrieval, causal, audit, reindex or consolidation")
+    service.set_defaults(func=_service)
+
+
+def _system():  # type: ignore[no-untyped-def]
+    from libs.cli import system  # imported late: it pulls in the supervisor
+
+    return system
+
+
+def _up(settings: Settings, args: argparse.Namespace, *, quickstart: bool) -> int:
+    return int(_system().up(settings, detach=args.detach, quickstart=quickstart))
+
+
+def _service(settings: Settings, args: argparse.Namespace) -> int:
+    from libs.bus.registry import NAMES, run
+
+    if args.name not in NAMES:
+        print(f"echo-memory: unknown service '{args.name}'; choose one of {', '.join(NAMES)}", file=sys.stderr)
+        return 2
+    return run(args.name, settings)
