@@ -1,0 +1,133 @@
+{{/* Chart name, truncated to a DNS label. */}}
+{{- define "echo-memory.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-scoped base name for every object. */}}
+{{- define "echo-memory.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "echo-memory.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "echo-memory.labels" -}}
+helm.sh/chart: {{ include "echo-memory.chart" . }}
+{{ include "echo-memory.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: echo-memory
+{{- end }}
+
+{{- define "echo-memory.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "echo-memory.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "echo-memory.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "echo-memory.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "echo-memory.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* Service name of the bundled NATS (the official chart's fullname rule). */}}
+{{- define "echo-memory.natsHost" -}}
+{{- if .Values.nats.fullnameOverride }}
+{{- .Values.nats.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains "nats" .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-nats" .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* Environment every Echo Memory process gets: NATS URL, default org, telemetry. */}}
+{{- define "echo-memory.env" -}}
+{{- if .Values.nats.enabled }}
+- name: NATS_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.natsAuth.secretName }}
+      key: token
+- name: ECHO_MEMORY_NATS_URL
+  value: {{ printf "nats://$(NATS_TOKEN)@%s.%s.svc:4222" (include "echo-memory.natsHost" .) .Release.Namespace | quote }}
+{{- else if .Values.externalNats.urlSecret.name }}
+- name: ECHO_MEMORY_NATS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.externalNats.urlSecret.name }}
+      key: {{ .Values.externalNats.urlSecret.key }}
+{{- else }}
+- name: ECHO_MEMORY_NATS_URL
+  value: {{ required "nats.enabled=false needs externalNats.url or externalNats.urlSecret.name" .Values.externalNats.url | quote }}
+{{- end }}
+- name: ECHO_MEMORY_ORG
+  value: {{ .Values.org | quote }}
+{{- if .Values.defaultDatabase.existingSecret }}
+- name: ECHO_MEMORY_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.defaultDatabase.existingSecret }}
+      key: {{ .Values.defaultDatabase.key }}
+{{- end }}
+- name: ECHO_MEMORY_LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+{{- if .Values.telemetry.otlpEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .Values.telemetry.otlpEndpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ .Values.telemetry.otlpProtocol | quote }}
+{{- end }}
+{{- if .Values.telemetry.resourceAttributes }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ .Values.telemetry.resourceAttributes | quote }}
+{{- end }}
+{{- end }}
+
+{{/* Operator rules in its namespaces: exactly the verbs it uses (operator/echo_operator/kube.py). */}}
+{{- define "echo-memory.operatorRules" }}
+- apiGroups: [echo-memory.io]
+  resources: [memoryorgs, memoryscopes, memoryagents]
+  verbs: [get, list, watch, patch]
+- apiGroups: [echo-memory.io]
+  resources: [memoryorgs/status, memoryscopes/status, memoryagents/status]
+  verbs: [get, patch]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, create, patch, delete]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, create, delete]
+- apiGroups: [apps]
+  resources: [statefulsets]
+  verbs: [get, create, delete]
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, create]
+- apiGroups: [postgresql.cnpg.io]
+  resources: [clusters]
+  verbs: [get, create, delete]
+{{- end }}
