@@ -206,3 +206,20 @@ def validate_strict(obj: dict[str, Any], versions: list[str]) -> None:
     clean = {**obj, "metadata": {k: v for k, v in obj.get("metadata", {}).items() if k not in server_set}}
     for version in versions:
         kubernetes_validate.validate(clean, version, strict=True)
+
+
+def strip_dependencies(src: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
+    """Copy the chart without its NATS dependency so helm can render it offline.
+
+    The official NATS chart cannot be fetched on these machines, and helm refuses
+    to render a chart whose declared dependency is missing.  The copy renders
+    everything of ours (including ``nats.enabled=true`` wiring); the NATS objects
+    themselves are the upstream chart's and are not rendered here.
+    """
+    import shutil
+
+    shutil.copytree(src, dest)
+    meta = yaml.safe_load((dest / "Chart.yaml").read_text())
+    meta.pop("dependencies", None)
+    (dest / "Chart.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
+    return dest
