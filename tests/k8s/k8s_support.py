@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import importlib.metadata
 import io
 import json
@@ -223,3 +224,42 @@ def strip_dependencies(src: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
     meta.pop("dependencies", None)
     (dest / "Chart.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
     return dest
+
+
+class FakeKube:
+    """In-memory stand-in for :class:`echo_operator.Kube` that validates what it is sent."""
+
+    def __init__(self, crds: set[str] | None = None) -> None:
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.crds = crds or set()
+        self.created: list[dict[str, Any]] = []
+
+    async def get(self, api_version: str, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
+        obj = self.objects.get((kind, namespace or "", name))
+        return copy.deepcopy(obj) if obj else None
+
+    async def create(self, manifest: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        if manifest["kind"] != "Cluster":  # CloudNativePG kinds have no bundled schema
+            validate_strict(manifest, newest_k8s_minors())
+        key = (manifest["kind"], manifest["metadata"].get("namespace", ""), manifest["metadata"]["name"])
+        if key in self.objects:
+            return copy.deepcopy(self.objects[key]), False
+        self.objects[key] = copy.deepcopy(manifest)
+        self.created.append(manifest)
+        return copy.deepcopy(manifest), True
+
+    async def patch(self, api_version: str, kind: str, name: str, namespace: str | None,
+                    patch: dict[str, Any], *, status: bool = False) -> dict[str, Any]:
+        obj = self.objects[(kind, namespace or "", name)]
+        for key, value in patch.items():
+            obj[key] = {**obj.get(key, {}), **value} if isinstance(value, dict) else value
+        return copy.deepcopy(obj)
+
+    async def delete(self, api_version: str, kind: str, name: str, namespace: str | None) -> bool:
+        return self.objects.pop((kind, namespace or "", name), None) is not None
+
+    async def crd_installed(self, crd_name: str) -> bool:
+        return crd_name in self.crds
+
+    async def close(self) -> None:
+        pass

@@ -6,7 +6,6 @@ mode for the two newest Kubernetes minors it ships.
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Any
 
@@ -25,48 +24,9 @@ from echo_operator.manifests import (
     decode_secret,
 )
 from echo_operator.specs import InvalidSpec, parse_agent, parse_org, parse_scope
-from k8s_support import RecordingBackend, newest_k8s_minors, validate_strict
+from k8s_support import FakeKube, RecordingBackend, newest_k8s_minors, validate_strict
 
 VERSIONS = newest_k8s_minors()
-
-
-class FakeKube:
-    """In-memory stand-in for :class:`echo_operator.Kube` that validates what it is sent."""
-
-    def __init__(self, crds: set[str] | None = None) -> None:
-        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.crds = crds or set()
-        self.created: list[dict[str, Any]] = []
-
-    async def get(self, api_version: str, kind: str, name: str, namespace: str | None) -> dict[str, Any] | None:
-        obj = self.objects.get((kind, namespace or "", name))
-        return copy.deepcopy(obj) if obj else None
-
-    async def create(self, manifest: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        if manifest["kind"] != "Cluster":  # CloudNativePG kinds have no bundled schema
-            validate_strict(manifest, VERSIONS)
-        key = (manifest["kind"], manifest["metadata"].get("namespace", ""), manifest["metadata"]["name"])
-        if key in self.objects:
-            return copy.deepcopy(self.objects[key]), False
-        self.objects[key] = copy.deepcopy(manifest)
-        self.created.append(manifest)
-        return copy.deepcopy(manifest), True
-
-    async def patch(self, api_version: str, kind: str, name: str, namespace: str | None,
-                    patch: dict[str, Any], *, status: bool = False) -> dict[str, Any]:
-        obj = self.objects[(kind, namespace or "", name)]
-        for key, value in patch.items():
-            obj[key] = {**obj.get(key, {}), **value} if isinstance(value, dict) else value
-        return copy.deepcopy(obj)
-
-    async def delete(self, api_version: str, kind: str, name: str, namespace: str | None) -> bool:
-        return self.objects.pop((kind, namespace or "", name), None) is not None
-
-    async def crd_installed(self, crd_name: str) -> bool:
-        return crd_name in self.crds
-
-    async def close(self) -> None:
-        pass
 
 
 def org_body(name: str = "acme", spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None,
