@@ -18,7 +18,7 @@ class ServiceInfo:
 SERVICES: tuple[ServiceInfo, ...] = (
     ServiceInfo("writes", "services.writes.app", True),
     ServiceInfo("retrieval", "services.retrieval.app", True),
-    ServiceInfo("causal", "services.causal.app", False),
+    ServiceInfo("causal", "services.causal.app", True),
     ServiceInfo("audit", "services.audit.app", False),
     ServiceInfo("reindex", "services.reindex.app", False),
     ServiceInfo("consolidation", "services.consolidation.app", False),

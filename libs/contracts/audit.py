@@ -1,27 +1,17 @@
-"""get_audit_log: the history of every change, oldest first, paged."""
+"""get_audit_log, why, export and import: the history of every change and who said what.
+
+The export file format (JSON Lines, one record per line) is defined here too, so the audit service
+that writes it and the CLI that checks it before sending anything agree by construction.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
-from libs.contracts.common import StrictModel
+from pydantic import BaseModel, ConfigDict, Field
 
-
-class GetAuditLogInput(StrictModel):
-    since: str | int | None = Field(None, description="ISO-8601 or Unix seconds, inclusive")
-    until: str | int | None = None
-    scope: str | None = None
-    agent: str | None = None
-    kind: str | None = None
-    fact_id: str | None = None
-    cursor: str | None = None
-    limit: int = Field(100, ge=1, le=1000)
-
-
-class GetAuditLogResult(BaseModel):
-    entries: list[dict[str, object]] = Field(default_factory=list)
-    next_cursor: str | None = None
-
+from libs.contracts.common import Provenance, StrictModel
 
 # Every kind of audit row, written in the same transaction as the change it records.
 AUDIT_KINDS = (
@@ -34,3 +24,353 @@ AUDIT_KINDS = (
     "document_ingested",
     "causal_hint_added",  # post_hoc = true
 )
+
+MAX_AUDIT_PAGE = 1000
+
+
+class GetAuditLogInput(StrictModel):
+    since: str | int | None = Field(None, description="ISO-8601 or Unix seconds, inclusive")
+    until: str | int | None = Field(
+        None, description="ISO-8601 or Unix seconds, inclusive (whole seconds include that entire second)"
+    )
+    scope: str | None = Field(None, max_length=100, description="one readable scope; default every readable scope")
+    agent: str | None = Field(None, min_length=1, max_length=100)
+    kind: str | None = Field(None, description="one of AUDIT_KINDS")
+    fact_id: str | None = Field(None, max_length=64, description="rows about this fact (created, superseded, saved)")
+    cursor: str | None = Field(None, max_length=500, description="next_cursor of the previous page")
+    limit: int = Field(100, ge=1, le=MAX_AUDIT_PAGE)
+
+
+class AuditEntry(BaseModel):
+    """One change: what happened, to which fact or entity, by whom, when, and why in plain words."""
+
+    id: int
+    kind: str
+    scope: str | None
+    agent_id: str
+    session_id: str | None = None
+    tool: str | None = None
+    fact_id: str | None = None
+    entity_id: str | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    reason: str
+    post_hoc: bool = False
+    created_at: datetime
+
+
+class GetAuditLogResult(BaseModel):
+    """Oldest first. `more` is true exactly when another page exists; pass `next_cursor` to get it."""
+
+    entries: list[AuditEntry] = Field(default_factory=list)
+    more: bool = False
+    next_cursor: str | None = None
+    scopes: list[str] = Field(default_factory=list, description="the scopes searched")
+
+
+# ---- why ---------------------------------------------------------------------------------------
+
+
+class WhyInput(StrictModel):
+    fact_id: str = Field(min_length=1, max_length=64)
+
+
+class FactVersion(BaseModel):
+    """One version of a claim on one edge; versions are linked by `supersedes`."""
+
+    fact_id: str
+    text: str
+    source: str
+    target: str
+    relation: str
+    confidence: str
+    causal_hint: str | None = None
+    hint_origin: str | None = None
+    supersedes: str | None = None
+    episode_id: str | None = None
+    provenance: Provenance
+    is_asked: bool = Field(False, description="true for the version `why` was asked about")
+
+
+class EntityTrail(BaseModel):
+    """An entity of the fact and how every mention of it was resolved."""
+
+    entity_id: str
+    role: Literal["source", "target"]
+    name: str
+    type: str
+    aliases: list[str] = Field(default_factory=list)
+    created_by: str
+    created_at: datetime
+    resolutions: list[AuditEntry] = Field(
+        default_factory=list, description="entity_created / entity_resolved rows (how: exact, alias, agent-confirmed)"
+    )
+
+
+class ReadOfFact(BaseModel):
+    read_id: str
+    fact_id: str = Field(description="the version that was returned")
+    agent_id: str
+    tool: str | None = None
+    query: str | None = None
+    as_of: datetime | None = None
+    rank: int
+    score: float
+    created_at: datetime
+
+
+class SaveOfFact(BaseModel):
+    save_id: str
+    fact_id: str
+    read_id: str | None = None
+    agent_id: str
+    note: str
+    created_at: datetime
+
+
+class WhyResult(BaseModel):
+    """The whole trail of one fact: versions oldest first, entities, reads, saves, audit rows."""
+
+    fact_id: str
+    scope: str
+    written_by: Provenance = Field(description="who wrote the asked version, through which tool, project, session")
+    versions: list[FactVersion]
+    entities: list[EntityTrail]
+    reads: list[ReadOfFact] = Field(default_factory=list)
+    saves: list[SaveOfFact] = Field(default_factory=list)
+    audit: list[AuditEntry] = Field(default_factory=list, description="every audit row about any version")
+
+
+# ---- export / import ---------------------------------------------------------------------------
+
+EXPORT_FORMAT = "echo-memory-export"
+EXPORT_VERSION = 1
+MAX_EXPORT_PAGE = 5000
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScopeRecord(_Record):
+    type: Literal["scope"] = "scope"
+    id: str
+    name: str
+    kind: Literal["shared", "solo", "named"]
+    owner_agent: str | None
+    description: str
+    readers: list[str]
+    writers: list[str]
+    retention_days: int | None
+    created_at: datetime
+
+
+class AgentRecord(_Record):
+    type: Literal["agent"] = "agent"
+    id: str
+    description: str
+    created_at: datetime
+
+
+class EntityRecord(_Record):
+    type: Literal["entity"] = "entity"
+    id: str
+    scope_id: str
+    name: str
+    entity_type: str
+    embedding: str | None = Field(description="base64 of 384 little-endian float32")
+    created_by: str
+    created_at: datetime
+
+
+class AliasRecord(_Record):
+    type: Literal["alias"] = "alias"
+    entity_id: str
+    scope_id: str
+    alias: str
+    created_at: datetime
+
+
+class EpisodeRecord(_Record):
+    type: Literal["episode"] = "episode"
+    id: str
+    scope_id: str
+    kind: str
+    agent_id: str
+    tool: str | None
+    project: str | None
+    session_id: str | None
+    speaker: str | None
+    content: str
+    occurred_at: datetime | None
+    written_at: datetime
+    metadata: dict[str, Any]
+    embedding: str | None
+    token_count: int
+    tier: str
+
+
+class FactRecord(_Record):
+    type: Literal["fact"] = "fact"
+    id: str
+    scope_id: str
+    episode_id: str | None
+    source_entity: str
+    target_entity: str
+    relation: str
+    text: str
+    confidence: str
+    causal_hint: str | None
+    hint_origin: str | None
+    t_valid: datetime
+    t_invalid: datetime | None
+    supersedes: str | None
+    agent_id: str
+    tool: str | None
+    project: str | None
+    session_id: str | None
+    written_at: datetime
+    tier: str
+    access_count: int
+    last_read_at: datetime | None
+    embedding: str
+    token_count: int
+
+
+class AuditRecord(_Record):
+    type: Literal["audit"] = "audit"
+    id: int
+    scope_id: str | None
+    kind: str
+    agent_id: str
+    session_id: str | None
+    tool: str | None
+    fact_id: str | None
+    entity_id: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    reason: str
+    post_hoc: bool
+    created_at: datetime
+
+
+class ReadRecord(_Record):
+    type: Literal["read"] = "read"
+    id: str
+    agent_id: str
+    tool: str | None
+    query: str | None
+    scopes: list[str]
+    as_of: datetime | None
+    tokens: int
+    created_at: datetime
+
+
+class ReadResultRecord(_Record):
+    type: Literal["read_result"] = "read_result"
+    read_id: str
+    item_id: str
+    item_kind: Literal["fact", "episode"]
+    rank: int
+    score: float
+
+
+class SaveRecord(_Record):
+    type: Literal["recall_save"] = "recall_save"
+    id: str
+    fact_id: str
+    read_id: str | None
+    agent_id: str
+    note: str
+    created_at: datetime
+
+
+class DocumentRecord(_Record):
+    type: Literal["document"] = "document"
+    id: str
+    project: str
+    path: str
+    content_hash: str
+    content: str
+    size: int
+    registered_at: datetime
+
+
+class IngestionRecord(_Record):
+    type: Literal["document_ingestion"] = "document_ingestion"
+    document_id: str
+    agent_id: str
+    content_hash: str
+    ingested_at: datetime
+
+
+ExportRecord = Annotated[
+    ScopeRecord | AgentRecord | EntityRecord | AliasRecord | EpisodeRecord | FactRecord | AuditRecord
+    | ReadRecord | ReadResultRecord | SaveRecord | DocumentRecord | IngestionRecord,
+    Field(discriminator="type"),
+]
+
+# The order records appear in a file, so that every reference points at an earlier line.
+SECTIONS: tuple[str, ...] = (
+    "scope", "agent", "entity", "alias", "episode", "fact", "read", "read_result", "recall_save",
+    "document", "document_ingestion", "audit",
+)
+
+
+class ExportHeader(_Record):
+    """First line of every export file."""
+
+    format: Literal["echo-memory-export"] = EXPORT_FORMAT
+    version: int
+    schema_version: int
+    org: str
+    scope: str | None = Field(description="the one scope exported, or null for the whole org")
+    exported_at: datetime
+    cutoff: datetime = Field(description="rows written after this instant are not in the file")
+    counts: dict[str, int] = Field(description="records per section the file will hold")
+
+
+class ExportTrailer(_Record):
+    """Last line: lets import tell a complete file from a truncated one."""
+
+    type: Literal["end"] = "end"
+    counts: dict[str, int]
+
+
+class ExportInput(StrictModel):
+    scope: str | None = Field(None, max_length=100, description="one scope; default the whole org")
+    cursor: str | None = Field(None, max_length=2000, description="next_cursor of the previous page")
+    limit: int = Field(500, ge=1, le=MAX_EXPORT_PAGE, description="records per page")
+
+
+class ExportPage(BaseModel):
+    header: ExportHeader | None = Field(None, description="only on the first page")
+    records: list[ExportRecord] = Field(default_factory=list)
+    next_cursor: str | None = Field(None, description="null when the export is complete")
+
+
+class ImportStageInput(StrictModel):
+    import_id: str = Field(min_length=1, max_length=64, description="a UUID the importer chooses once per file")
+    first_line: int = Field(ge=0, description="line number of lines[0] in the file (0 = the header)")
+    lines: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_EXPORT_PAGE)
+
+
+class ImportStageResult(BaseModel):
+    import_id: str
+    staged: int
+
+
+class ImportInput(StrictModel):
+    import_id: str = Field(min_length=1, max_length=64)
+    scope: str | None = Field(
+        None, max_length=100, description="restore the file's only scope under this name instead of its own"
+    )
+
+
+class ImportResult(BaseModel):
+    """What was restored; `id_map` maps every id that changed (old → new)."""
+
+    counts: dict[str, int]
+    scopes: list[str]
+    ids_kept: bool = Field(description="true when every memory id was kept as in the file")
+    id_map: dict[str, str] = Field(default_factory=dict)

@@ -31,7 +31,7 @@ SERVICES: dict[str, tuple[str, ...]] = {
     ),
     "retrieval": ("query_memory",),
     "causal": ("trace_cause",),
-    "audit": ("get_audit_log", "why", "export"),
+    "audit": ("get_audit_log", "why", "export", "import_stage", "import"),
     "reindex": ("reindex",),
     "consolidation": ("consolidate",),
 }
