@@ -199,10 +199,25 @@ def newest_k8s_minors(count: int = 2) -> list[str]:
     return sorted(set(all_versions()), key=key)[-count:]
 
 
+def _cache_schema_files() -> None:
+    """Make kubernetes-validate parse each (multi-megabyte) schema file once per session, not per call.
+
+    Its ``validate`` re-reads ``_definitions.json`` on every call; the parsed
+    schemas are only read afterwards, so sharing them changes nothing but speed.
+    """
+    import functools
+
+    import kubernetes_validate.utils as kv_utils
+
+    if not hasattr(kv_utils.schema_contents, "cache_info"):
+        kv_utils.schema_contents = functools.lru_cache(maxsize=256)(kv_utils.schema_contents)
+
+
 def validate_strict(obj: dict[str, Any], versions: list[str]) -> None:
     """kubernetes-validate in strict mode for each version (server-set metadata removed first)."""
     import kubernetes_validate
 
+    _cache_schema_files()
     server_set = ("uid", "resourceVersion", "generation", "creationTimestamp")
     clean = {**obj, "metadata": {k: v for k, v in obj.get("metadata", {}).items() if k not in server_set}}
     for version in versions:
