@@ -189,3 +189,21 @@ def test_a_configured_port_in_use_is_one_clear_sentence(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert f"port {port} for the MCP edge is already in use" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_detach_runs_in_the_background_and_down_stops_it() -> None:
+    home = server_dir("detach")
+    try:
+        started = cli(home, "up", "--detach", timeout=180)
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert "running in the background" in started.stdout
+        supervisor = state(home)["supervisor_pid"]
+        assert psutil.pid_exists(supervisor)
+        assert cli(home, "status").returncode == 0
+        stopped = cli(home, "down")
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout
+        assert not (home / "state.json").exists()
+        assert cli(home, "status").returncode == 1
+    finally:
+        cli(home, "down")
+        shutil.rmtree(home, ignore_errors=True)
