@@ -1,19 +1,28 @@
-"""Build and run the edge: MCP over streamable HTTP (bearer token) or over stdio (one identity)."""
+"""Build and run the edge: MCP over streamable HTTP (bearer token) or over stdio (one identity).
+
+HTTP requests pass, outermost first: the Origin check (browser requests from other sites → 403),
+bearer authentication (→ 401), the SDK's Host check and body-size limit (→ 421 / 413), then the
+MCP session; every tool call then passes the per-token rate limit before its one bus request.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import sys
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
+import mcp_types
 import uvicorn
 from faststream.nats import NatsBroker
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
@@ -23,17 +32,31 @@ from libs.contracts.errors import EchoError, Unauthenticated
 from libs.telemetry import setup_tracing
 from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
 from services.edge.instructions import SERVER_INSTRUCTIONS
-from services.edge.tools import client_name, register_tools
+from services.edge.settings import EdgeSettings
+from services.edge.tools import EdgeGuards, client_name, register_tools
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "echo-memory"
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
-def build_http_server(settings: Settings, broker: NatsBroker, port: int) -> MCPServer:
-    """The MCP server for HTTP: every request needs a bearer token the org's writes service knows."""
+def _orgs(settings: Settings, edge: EdgeSettings) -> list[str]:
+    return edge.orgs or [settings.org]
+
+
+def build_http_server(
+    settings: Settings, broker: NatsBroker, port: int, edge: EdgeSettings | None = None
+) -> tuple[MCPServer, BusTokenVerifier, EdgeGuards]:
+    """The MCP server for HTTP: every request needs a bearer token the org's writes service knows.
+
+    Returns the server, its token verifier (tests call `forget()` on it) and its guards.
+    """
+    edge = edge or EdgeSettings()
     bus = BusClient(broker)
-    verifier = BusTokenVerifier(bus, settings.timeouts.auth)
+    verifier = BusTokenVerifier(
+        bus, settings.timeouts.auth, cache_seconds=edge.token_cache_seconds, orgs=_orgs(settings, edge)
+    )
     base = f"http://{settings.edge_host}:{port}"
     server = MCPServer(
         SERVER_NAME,
@@ -47,12 +70,16 @@ def build_http_server(settings: Settings, broker: NatsBroker, port: int) -> MCPS
             required_scopes=["memory"],
         ),
     )
-    register_tools(server, bus, settings.timeouts, lambda ctx: current_http_caller(client_name(ctx)))
-    _add_health_routes(server, broker)
-    return server
+    guards = EdgeGuards(settings=edge)
+    register_tools(server, bus, settings.timeouts, lambda ctx: current_http_caller(client_name(ctx)), guards)
+    _add_logging_level(server)
+    _add_health_routes(server, broker, guards if edge.metrics else None)
+    return server, verifier, guards
 
 
-def build_stdio_server(settings: Settings, broker: NatsBroker, caller: Caller) -> MCPServer:
+def build_stdio_server(
+    settings: Settings, broker: NatsBroker, caller: Caller, edge: EdgeSettings | None = None
+) -> MCPServer:
     """The MCP server for stdio: the process was started with one token, so one identity."""
     server = MCPServer(SERVER_NAME, instructions=SERVER_INSTRUCTIONS, log_level="WARNING")
     register_tools(
@@ -60,11 +87,32 @@ def build_stdio_server(settings: Settings, broker: NatsBroker, caller: Caller) -
         BusClient(broker),
         settings.timeouts,
         lambda ctx: caller.model_copy(update={"tool": client_name(ctx)}),
+        EdgeGuards(settings=edge or EdgeSettings()),
     )
+    _add_logging_level(server)
     return server
 
 
-def _add_health_routes(server: MCPServer, broker: NatsBroker) -> None:
+def _add_logging_level(server: MCPServer) -> None:
+    """Accept `logging/setLevel` (protocol ≤ 2025-11-25) and remember the level per session.
+
+    The edge sends no log notifications today, so nothing is filtered yet; the level is kept so a
+    future notification honours it. Registered directly because the SDK's constructor flag for it
+    raises a deprecation warning (the method is gone in protocol 2026-07-28).
+    """
+    levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+    async def set_level(ctx: Any, params: mcp_types.SetLevelRequestParams) -> mcp_types.EmptyResult:
+        try:
+            levels[ctx.session] = params.level
+        except TypeError:  # a session object that cannot be weakly referenced: nothing to remember
+            pass
+        return mcp_types.EmptyResult()
+
+    server._lowlevel_server.add_request_handler("logging/setLevel", mcp_types.SetLevelRequestParams, set_level)
+
+
+def _add_health_routes(server: MCPServer, broker: NatsBroker, guards: EdgeGuards | None) -> None:
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> Response:
         # Liveness never depends on NATS or Postgres: an outage should gate traffic, not restart pods.
@@ -75,17 +123,65 @@ def _add_health_routes(server: MCPServer, broker: NatsBroker) -> None:
         ready = await broker.ping(timeout=1.0)
         return JSONResponse({"status": "ready" if ready else "bus unreachable"}, status_code=200 if ready else 503)
 
+    if guards is not None:
+        metrics = guards.metrics
 
-def _transport_security(settings: Settings, port: int) -> TransportSecuritySettings:
-    """DNS-rebinding protection: only our own host names, and browser origins on loopback."""
-    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", "127.0.0.1", "localhost"]
-    if settings.edge_host not in ("127.0.0.1", "localhost"):
-        hosts += [f"{settings.edge_host}:{port}", "*"] if settings.edge_host == "0.0.0.0" else [f"{settings.edge_host}:{port}"]
+        @server.custom_route("/metrics", methods=["GET"])
+        async def prometheus(request: Request) -> Response:
+            return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+def allowed_origins(edge: EdgeSettings, port: int) -> list[str]:
+    """Origins a browser may call from: the edge's own loopback origins plus configured ones."""
+    own = [f"http://{host}:{port}" for host in LOOPBACK]
+    return own + list(edge.allowed_origins)
+
+
+def _transport_security(settings: Settings, edge: EdgeSettings, port: int) -> TransportSecuritySettings:
+    """DNS-rebinding protection: only our own host names (loopback, the bind address, configured names).
+
+    Bound to every interface with no configured names (a pod behind a Service), the Host check is
+    off: the names clients use are not known here. The Origin check (`OriginCheck`) stays on.
+    """
+    hosts = [f"{h}:{port}" for h in LOOPBACK] + list(LOOPBACK)
+    if settings.edge_host not in ("127.0.0.1", "localhost", "0.0.0.0", "::"):
+        hosts += [f"{settings.edge_host}:{port}", settings.edge_host]
+    hosts += list(edge.allowed_hosts)
+    open_bind = settings.edge_host in ("0.0.0.0", "::")
     return TransportSecuritySettings(
-        enable_dns_rebinding_protection=settings.edge_host != "0.0.0.0",
+        enable_dns_rebinding_protection=not (open_bind and not edge.allowed_hosts),
         allowed_hosts=hosts,
-        allowed_origins=[f"http://127.0.0.1:{port}", f"http://localhost:{port}"],
+        allowed_origins=allowed_origins(edge, port),
     )
+
+
+class OriginCheck:
+    """Refuse (403) any HTTP request whose Origin header is not an allowed origin.
+
+    Browsers always send Origin on cross-site requests, so a web page cannot drive the edge with
+    a user's token; clients that are not browsers send no Origin and are not affected.
+    """
+
+    def __init__(self, app: ASGIApp, origins: list[str]) -> None:
+        self.app = app
+        self.exact = {o.rstrip("/") for o in origins if not o.endswith(":*")}
+        self.prefixes = tuple(o[:-1] for o in origins if o.endswith(":*"))  # keeps the trailing ':'
+
+    def allowed(self, origin: str) -> bool:
+        origin = origin.rstrip("/")
+        return origin in self.exact or (bool(self.prefixes) and origin.startswith(self.prefixes))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            origin = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"), None)
+            if origin is not None and not self.allowed(origin):
+                response = JSONResponse(
+                    {"error": "origin_not_allowed", "message": f"requests from origin {origin!r} are not allowed"},
+                    status_code=403,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 @dataclass
@@ -96,6 +192,12 @@ class RunningEdge:
     broker: NatsBroker
     web: uvicorn.Server
     task: asyncio.Task[None]
+    verifier: BusTokenVerifier
+    guards: EdgeGuards
+
+    @property
+    def base_url(self) -> str:
+        return self.url.removesuffix("/mcp")
 
     async def stop(self) -> None:
         self.web.should_exit = True
@@ -103,13 +205,24 @@ class RunningEdge:
         await self.broker.stop()
 
 
-async def start_edge(settings: Settings) -> RunningEdge:
+def build_app(settings: Settings, edge: EdgeSettings, broker: NatsBroker, port: int) -> tuple[ASGIApp, BusTokenVerifier, EdgeGuards]:
+    """The whole ASGI application of the HTTP edge (Origin check around the MCP app)."""
+    server, verifier, guards = build_http_server(settings, broker, port, edge)
+    app = server.streamable_http_app(
+        transport_security=_transport_security(settings, edge, port),
+        host=settings.edge_host,
+        max_request_body_size=edge.max_body_bytes,
+    )
+    return OriginCheck(app, allowed_origins(edge, port)), verifier, guards
+
+
+async def start_edge(settings: Settings, edge: EdgeSettings | None = None) -> RunningEdge:
     """Connect to the bus and serve MCP over HTTP; returns once the port accepts connections."""
+    edge = edge or EdgeSettings()
     broker = make_broker(settings.nats_url or "")
     await broker.start()
     port = settings.edge_port or 8765
-    server = build_http_server(settings, broker, port)
-    app = server.streamable_http_app(transport_security=_transport_security(settings, port), host=settings.edge_host)
+    app, verifier, guards = build_app(settings, edge, broker, port)
     web = uvicorn.Server(uvicorn.Config(app, host=settings.edge_host, port=port, log_level="warning", lifespan="on"))
     task = asyncio.create_task(web.serve())
     while not web.started:
@@ -118,7 +231,10 @@ async def start_edge(settings: Settings) -> RunningEdge:
             task.result()  # re-raise why it could not start
             raise RuntimeError(f"the edge could not bind {settings.edge_host}:{port}")
         await asyncio.sleep(0.02)
-    return RunningEdge(url=f"http://{settings.edge_host}:{port}/mcp", broker=broker, web=web, task=task)
+    return RunningEdge(
+        url=f"http://{settings.edge_host}:{port}/mcp", broker=broker, web=web, task=task, verifier=verifier,
+        guards=guards,
+    )
 
 
 async def serve_http(settings: Settings) -> int:
@@ -132,9 +248,14 @@ async def serve_http(settings: Settings) -> int:
     return 0
 
 
-async def serve_stdio(settings: Settings) -> int:
-    """Serve MCP on stdin/stdout for the token in ECHO_MEMORY_TOKEN (or --token)."""
+async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None) -> int:
+    """Serve MCP on stdin/stdout for the token in ECHO_MEMORY_TOKEN (or --token).
+
+    Returns 2 (with a message on stderr) when the token is missing, unknown, revoked or for an
+    org this process does not serve.
+    """
     setup_tracing("edge")
+    edge = edge or EdgeSettings()
     if settings.token is None:
         print("echo-memory mcp: set ECHO_MEMORY_TOKEN (or pass --token) to a token from `echo-memory token create`",
               file=sys.stderr)
@@ -142,11 +263,13 @@ async def serve_stdio(settings: Settings) -> int:
     broker = make_broker(settings.nats_url or "")
     await broker.start()
     try:
-        verifier = BusTokenVerifier(BusClient(broker), settings.timeouts.auth)
+        verifier = BusTokenVerifier(BusClient(broker), settings.timeouts.auth, orgs=_orgs(settings, edge))
         access = await verifier.verify_token(settings.token.get_secret_value())
         if access is None:
-            raise Unauthenticated("the token is unknown or revoked")
-        server = build_stdio_server(settings, broker, caller_from_access(access, None))
+            raise Unauthenticated(
+                f"the token is unknown, revoked, or not for org '{settings.org}' (set ECHO_MEMORY_ORG)"
+            )
+        server = build_stdio_server(settings, broker, caller_from_access(access, None), edge)
         await server.run_stdio_async()
     except EchoError as exc:
         print(f"echo-memory mcp: {exc.message}", file=sys.stderr)
@@ -167,4 +290,4 @@ def run_edge(settings: Settings) -> int:
         return 0
 
 
-__all__ = ["build_http_server", "build_stdio_server", "run_edge", "serve_stdio"]
+__all__ = ["OriginCheck", "build_app", "build_http_server", "build_stdio_server", "run_edge", "serve_stdio", "start_edge"]

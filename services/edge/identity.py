@@ -17,24 +17,55 @@ from libs.bus.client import BusClient
 from libs.contracts.admin import TokenVerifyResult
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError, Unauthenticated
+from libs.contracts.subjects import valid_org
 from libs.store.tokens import org_of
 
 log = logging.getLogger(__name__)
 
 EDGE_AGENT = "edge"  # the identity the edge uses for token verification requests only
-CACHE_SECONDS = 30.0  # a revoked token stops working within this many seconds
+CACHE_SECONDS = 5.0  # default: a revoked token stops working within this many seconds
+_CACHE_MAX = 10_000  # tokens remembered at most, so random bearer strings cannot grow memory
 
 
 class BusTokenVerifier(TokenVerifier):
-    def __init__(self, bus: BusClient, timeout: float) -> None:
+    """Verifies `em_<org>_…` tokens with the org's writes service; None means HTTP 401.
+
+    Args:
+        bus: the edge's bus client.
+        timeout: seconds the writes service has to answer.
+        cache_seconds: how long an answer (valid or not) is reused; the revocation window.
+        orgs: orgs whose tokens are accepted (`*` for any); a token naming another org is refused
+            without asking anyone.
+    """
+
+    def __init__(
+        self,
+        bus: BusClient,
+        timeout: float,
+        *,
+        cache_seconds: float = CACHE_SECONDS,
+        orgs: list[str] | None = None,
+    ) -> None:
         self._bus = bus
         self._timeout = timeout
+        self._ttl = cache_seconds
+        self._orgs = set(orgs) if orgs else {"*"}
         self._cache: dict[str, tuple[float, AccessToken | None]] = {}
+
+    def forget(self, token: str | None = None) -> None:
+        """Drop one cached answer (or all), so the next request asks the writes service again."""
+        if token is None:
+            self._cache.clear()
+        else:
+            self._cache.pop(token, None)
+
+    def serves(self, org: str) -> bool:
+        return "*" in self._orgs or org in self._orgs
 
     async def verify_token(self, token: str) -> AccessToken | None:
         now = time.monotonic()
         cached = self._cache.get(token)
-        if cached is not None and now - cached[0] < CACHE_SECONDS:
+        if cached is not None and now - cached[0] < self._ttl:
             return cached[1]
         try:
             access = await self._verify(token)
@@ -42,12 +73,15 @@ class BusTokenVerifier(TokenVerifier):
             log.warning("token verification failed: %s", exc.message)
             # The writes service is unreachable: keep serving tokens verified before, refuse new ones.
             return cached[1] if cached is not None else None
-        self._cache[token] = (now, access)
+        if self._ttl > 0:
+            if len(self._cache) >= _CACHE_MAX:
+                self._cache.clear()  # crude but bounded; the cost is one bus round trip per token
+            self._cache[token] = (now, access)
         return access
 
     async def _verify(self, token: str) -> AccessToken | None:
         org = org_of(token)
-        if org is None:
+        if org is None or not valid_org(org) or not self.serves(org):
             return None
         result = TokenVerifyResult.model_validate(
             await self._bus.call(

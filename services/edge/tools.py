@@ -7,11 +7,14 @@ same typed error (`invalid_argument`, retryable false) as any other refusal.
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import BaseModel, ConfigDict
@@ -35,9 +38,33 @@ from libs.contracts.query import QueryMemoryInput, QueryMemoryResult
 from libs.contracts.subjects import TOOL_SERVICE
 from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from services.edge import instructions
+from services.edge.limits import RateLimiter, cap_max_tokens
+from services.edge.metrics import EdgeMetrics
 from services.edge.render import render_recall, strip_delimiters
+from services.edge.settings import EdgeSettings
 
 CallerSource = Callable[[Context], Caller]
+
+
+@dataclass
+class EdgeGuards:
+    """What every tool call passes through besides validation: rate limit, result cap, metrics."""
+
+    settings: EdgeSettings = field(default_factory=EdgeSettings)
+    limiter: RateLimiter | None = None
+    metrics: EdgeMetrics = field(default_factory=EdgeMetrics)
+
+    def __post_init__(self) -> None:
+        if self.limiter is None:
+            self.limiter = RateLimiter(self.settings.rate_per_minute, self.settings.rate_burst)
+
+
+def rate_key(caller: Caller) -> str:
+    """The bucket a call counts against: its bearer token (hashed), else the caller's identity (stdio)."""
+    access = get_access_token()
+    if access is not None:
+        return hashlib.sha256(access.token.encode("utf-8")).hexdigest()[:32]
+    return f"{caller.org}/{caller.agent_id}"
 
 
 @dataclass(frozen=True)
@@ -99,13 +126,31 @@ def client_name(ctx: Context) -> str | None:
     return str(name)[:100] if name else None
 
 
-def _make_tool(spec: ToolSpec, bus: BusClient, timeouts: Timeouts, caller_of: CallerSource):  # type: ignore[no-untyped-def]
+def _make_tool(  # type: ignore[no-untyped-def]
+    spec: ToolSpec, bus: BusClient, timeouts: Timeouts, caller_of: CallerSource, guards: EdgeGuards
+):
     service = TOOL_SERVICE[spec.name]
     timeout = float(getattr(timeouts, spec.timeout))
+    limits = guards.settings
 
     async def tool(ctx: Context, **arguments: Any) -> mcp_types.CallToolResult:
+        started = time.monotonic()
+        result = await _call(ctx, arguments)
+        outcome = "ok"
+        if result.is_error and isinstance(result.structured_content, dict):
+            error = result.structured_content.get("error") or {}
+            outcome = str(error.get("code", "error"))
+        guards.metrics.record(spec.name, outcome, time.monotonic() - started)
+        return result
+
+    async def _call(ctx: Context, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         try:
             caller = caller_of(ctx)
+            assert guards.limiter is not None
+            guards.limiter.check(rate_key(caller))
+            if spec.name == "query_memory":
+                # Result size is bounded here, whatever the caller asks (issue 6).
+                arguments = cap_max_tokens(arguments, limits.default_max_tokens, limits.max_result_tokens)
             args = parse_args(spec.input_model, strip_delimiters(arguments))
             result = await bus.call(
                 caller=caller,
@@ -142,11 +187,18 @@ def _json_text(spec: ToolSpec, result: dict[str, Any]) -> str:
     return spec.output_model.model_validate(result).model_dump_json(indent=2)
 
 
-def register_tools(server: MCPServer, bus: BusClient, timeouts: Timeouts, caller_of: CallerSource) -> None:
+def register_tools(
+    server: MCPServer,
+    bus: BusClient,
+    timeouts: Timeouts,
+    caller_of: CallerSource,
+    guards: EdgeGuards | None = None,
+) -> None:
     """Add all seven tools to `server`, with the contract models' schemas."""
+    guards = guards or EdgeGuards()
     for spec in TOOLS:
         server.add_tool(
-            _make_tool(spec, bus, timeouts, caller_of),
+            _make_tool(spec, bus, timeouts, caller_of, guards),
             name=spec.name,
             description=spec.description,
             annotations=mcp_types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),

@@ -1,0 +1,43 @@
+"""Helpers for the edge tests: an extra edge with its own limits, an MCP client, the conformance runner."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from libs.supervisor.ports import free_port
+from libs.testing import EchoStack
+from services.edge.app import RunningEdge, start_edge
+from services.edge.settings import EdgeSettings
+
+
+@asynccontextmanager
+async def extra_edge(stack: EchoStack, **limits: object) -> AsyncIterator[RunningEdge]:
+    """Another HTTP edge on the stack's bus and services, with its own EdgeSettings."""
+    settings = stack.settings.model_copy(update={"edge_port": free_port()})
+    edge = await start_edge(settings, EdgeSettings(**limits))  # type: ignore[arg-type]
+    try:
+        yield edge
+    finally:
+        await edge.stop()
+
+
+@asynccontextmanager
+async def mcp_client(url: str, token: str) -> AsyncIterator[Client]:
+    """The real MCP SDK client over HTTP with a bearer token."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            yield client
+
+
+@dataclass(frozen=True)
+class ConformanceRunner:
+    node: Path
+    cli: Path
+    preload: Path
