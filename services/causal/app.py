@@ -1,11 +1,27 @@
-"""trace_cause is not built yet: the service runs and answers with a typed `not_built` error."""
+"""The causal service's subscriber: trace_cause, one read transaction per request."""
 
+from __future__ import annotations
+
+from functools import partial
+
+from faststream import Path
 from faststream.nats import NatsRouter
 
-from libs.bus.service import ServiceContext, not_built_router
+from libs.bus.service import ServiceContext
+from libs.contracts.bus import Reply, Request
+from libs.contracts.causal import TraceCauseInput
+from libs.contracts.subjects import queue_group, subscribe_pattern
+from services.causal.trace import trace_cause
 
 SERVICE = "causal"
 
 
 def build_router(ctx: ServiceContext) -> NatsRouter:
-    return not_built_router(SERVICE, ("trace_cause",), "issue 5")
+    router = NatsRouter()
+
+    @router.subscriber(subscribe_pattern(SERVICE, "trace_cause"), queue=queue_group(SERVICE))
+    async def on_trace_cause(request: Request, org: str = Path()) -> Reply:
+        assert ctx.embedder is not None, "the causal service loads the embedder (libs/bus/registry.py)"
+        return await ctx.handle(org, request, TraceCauseInput, partial(trace_cause, embedder=ctx.embedder))
+
+    return router

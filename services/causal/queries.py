@@ -1,0 +1,58 @@
+"""SQL of the causal service. Every statement filters by scope first, then by validity at `at`.
+
+Validity is half-open, as in retrieval: a fact counts at time T when t_valid <= T < t_invalid
+(or t_invalid is null), so a superseded fact takes part in chains only for times it was valid.
+"""
+
+_VISIBLE = """
+f.scope_id = ANY(%(scope_ids)s)
+AND f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s)
+"""
+
+# Exact, case-insensitive match on the entity's name or one of its aliases, among entities that
+# existed at `at` (an entity created later cannot be what the caller asked about then).
+MATCH_ENTITIES = """
+SELECT e.id, e.name, s.name AS scope_name,
+       CASE WHEN lower(e.name) = lower(%(name)s) THEN 'name' ELSE 'alias' END AS matched_by
+FROM entities e JOIN scopes s ON s.id = e.scope_id
+WHERE e.scope_id = ANY(%(scope_ids)s) AND e.created_at <= %(at)s
+  AND (lower(e.name) = lower(%(name)s)
+       OR EXISTS (SELECT 1 FROM entity_aliases a
+                  WHERE a.scope_id = e.scope_id AND a.entity_id = e.id AND lower(a.alias) = lower(%(name)s)))
+ORDER BY e.created_at, e.id
+"""
+
+# The best dense hits for free text; the entities they touch become the topic.
+DENSE_HITS = f"""
+SELECT f.source_entity, se.name AS source_name, f.target_entity, te.name AS target_name,
+       s.name AS scope_name, 1 - (f.embedding <=> %(embedding)s) AS score
+FROM facts f
+JOIN scopes s ON s.id = f.scope_id
+JOIN entities se ON se.id = f.source_entity
+JOIN entities te ON te.id = f.target_entity
+WHERE {_VISIBLE}
+ORDER BY f.embedding <=> %(embedding)s
+LIMIT %(limit)s
+"""
+
+# Hinted facts touching any of the given entities (one walk level).
+HINTED_TOUCHING = f"""
+SELECT f.id, f.text, f.relation, f.causal_hint, f.source_entity, se.name AS source_name,
+       f.target_entity, te.name AS target_name, f.agent_id, f.tool, f.project, f.session_id,
+       f.written_at, f.t_valid, f.t_invalid, s.name AS scope_name
+FROM facts f
+JOIN scopes s ON s.id = f.scope_id
+JOIN entities se ON se.id = f.source_entity
+JOIN entities te ON te.id = f.target_entity
+WHERE {_VISIBLE}
+  AND f.causal_hint IS NOT NULL
+  AND (f.source_entity = ANY(%(entity_ids)s) OR f.target_entity = ANY(%(entity_ids)s))
+ORDER BY f.t_valid, f.id
+LIMIT %(limit)s
+"""
+
+# Whether anyone recorded a cause at all in these scopes at `at` (tells two empty kinds apart).
+COUNT_STEP_HINTED = f"""
+SELECT count(*) FROM facts f
+WHERE {_VISIBLE} AND f.causal_hint IN ('led_to', 'caused_by', 'enabled_by', 'blocked_by')
+"""
