@@ -38,18 +38,22 @@ def chart_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def render(helm_bin: pathlib.Path, chart_dir: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> Render:
-    """``render(values, kube_version=..., api_versions=[...])`` -> the rendered documents."""
+    """``render(values, kube_version=..., api_versions=[...])`` -> the rendered documents (memoised)."""
     tmp = tmp_path_factory.mktemp("values")
+    seen: dict[str, str] = {}
 
     def run(values: dict[str, Any], *, kube_version: str = VERSIONS[-1],
             api_versions: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-        path = tmp / f"values-{abs(hash(json.dumps(values, sort_keys=True)))}.yaml"
+        key = json.dumps([values, kube_version, api_versions], sort_keys=True)
+        if key in seen:  # a fresh parse each time, so a test may change what it gets
+            return [doc for doc in yaml.safe_load_all(seen[key]) if doc]
+        path = tmp / f"values-{len(seen)}.yaml"
         path.write_text(yaml.safe_dump(values))
         args = ["template", "rel", str(chart_dir), "-n", NS, "-f", str(path), "--kube-version", kube_version]
         for api in api_versions:
             args += ["--api-versions", api]
-        out = helm(helm_bin, *args)
-        return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
+        seen[key] = helm(helm_bin, *args).stdout
+        return [doc for doc in yaml.safe_load_all(seen[key]) if doc]
 
     return run
 

@@ -42,7 +42,8 @@ FACT = {
 
 
 def ready(obj: dict[str, Any] | None) -> bool:
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in (obj or {}).get("status", {}).get("conditions", []))
+    conditions = (obj or {}).get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
 def run_job(job: dict[str, Any], secrets: dict[str, dict[str, str]]) -> subprocess.CompletedProcess[str]:
