@@ -76,13 +76,13 @@ class StatusBuilder:
     def _set(self, type_: str, status: str, reason: str, message: str) -> None:
         if not _REASON_RE.match(reason):
             raise ValueError(f"condition reason {reason!r} is not CamelCase")
-        old = self._conditions.get(type_)
-        changed = old is None or old.get("status") != status
+        old = self._conditions.get(type_) or {}
+        unchanged = old.get("status") == status and old.get("lastTransitionTime")
         self._conditions[type_] = {
             "type": type_,
             "status": status,
             "observedGeneration": self._generation,
-            "lastTransitionTime": now_rfc3339() if changed else old["lastTransitionTime"],
+            "lastTransitionTime": old["lastTransitionTime"] if unchanged else now_rfc3339(),
             "reason": reason,
             "message": message,
         }

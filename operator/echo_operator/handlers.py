@@ -38,7 +38,7 @@ def _lock(body: Mapping[str, Any]) -> asyncio.Lock:
     return _locks.setdefault(key, asyncio.Lock())
 
 
-def _post_phase_event(body: Mapping[str, Any], old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+def _post_phase_event(body: kopf.Body, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
     """Post a Kubernetes Event when the phase changes (warnings for failing phases)."""
     if new.get("phase") == old.get("phase"):
         return
@@ -47,7 +47,7 @@ def _post_phase_event(body: Mapping[str, Any], old: Mapping[str, Any], new: Mapp
     degraded = any(cond.get("type") == "Degraded" and cond.get("status") == "True"
                    for cond in new.get("conditions") or [])
     try:
-        (kopf.warn if degraded else kopf.info)(dict(body), reason=reason, message=message)
+        (kopf.warn if degraded else kopf.info)(body, reason=reason, message=message)
     except LookupError:  # called outside a running operator (unit tests): no event queue
         pass
 
@@ -131,9 +131,11 @@ def build_registry(config: OperatorConfig) -> kopf.OperatorRegistry:
         (names.AGENT_PLURAL, agent_reconcile, agent_delete),
     ]
     for plural, reconcile_fn, delete_fn in kinds:
-        kind = {"group": names.GROUP, "version": names.VERSION, "plural": plural}
-        kopf.timer(**kind, id="resync", interval=config.resync_seconds, registry=reg)(reconcile_fn)
-        kopf.on.update(**kind, id="spec-changed", field="spec", registry=reg)(reconcile_fn)
+        kopf.timer(group=names.GROUP, version=names.VERSION, plural=plural, id="resync",
+                   interval=config.resync_seconds, registry=reg)(reconcile_fn)
+        kopf.on.update(group=names.GROUP, version=names.VERSION, plural=plural, id="spec-changed",
+                       field="spec", registry=reg)(reconcile_fn)
         if delete_fn is not None:
-            kopf.on.delete(**kind, id="finalize", registry=reg)(delete_fn)
+            kopf.on.delete(group=names.GROUP, version=names.VERSION, plural=plural, id="finalize",
+                           registry=reg)(delete_fn)
     return reg

@@ -105,7 +105,7 @@ class Kube:
         meta = manifest["metadata"]
         model = _model(manifest["apiVersion"], manifest["kind"])
         try:
-            obj = await self._client.create(model.from_dict(manifest), namespace=meta.get("namespace"))
+            obj = await self._client.create(model.from_dict(manifest))  # namespace: from the manifest
             return _as_dict(obj), True
         except lightkube.ApiError as exc:
             if _code(exc) != 409:
