@@ -22,6 +22,9 @@ class Backend(Protocol):
     async def unregister_org(self, org: str) -> None:
         """Stop routing the org (its database is untouched)."""
 
+    async def registered_url(self, org: str) -> str | None:
+        """The database URL the bus currently routes ``org`` to, or ``None``."""
+
     async def ensure_scope(self, database_url: str, *, name: str, description: str, readers: list[str],
                            writers: list[str], retention_days: int | None) -> None:
         """Create or update a scope in the org's database."""
@@ -54,6 +57,18 @@ class LiveBackend:
         from libs.orgs import unregister_org
 
         await unregister_org(self._nats_url, org)
+
+    async def registered_url(self, org: str) -> str | None:
+        """Read the org's entry from the ``echo-orgs`` KV bucket."""
+        import nats
+
+        from libs.orgs import lookup_org
+
+        client = await nats.connect(self._nats_url)
+        try:
+            return await lookup_org(client, org)
+        finally:
+            await client.close()
 
     async def ensure_scope(self, database_url: str, *, name: str, description: str, readers: list[str],
                            writers: list[str], retention_days: int | None) -> None:

@@ -15,6 +15,7 @@ import logging
 import secrets
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from echo_operator import conditions as c
 from echo_operator import names
@@ -146,6 +147,18 @@ async def ensure_database(ctx: Context, spec: OrgSpec, provider: str, name: str,
     return await _statefulset(ctx, spec, name, namespace)
 
 
+def same_database(a: str, b: str) -> bool:
+    """Whether two URLs name the same database (host, port, database), whatever the credentials."""
+    left, right = urlsplit(a), urlsplit(b)
+    return (left.hostname, left.port or 5432, left.path) == (right.hostname, right.port or 5432, right.path)
+
+
+def _where(url: str) -> str:
+    """A URL without its credentials, for messages."""
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port or 5432}{parts.path}"
+
+
 def _job_outcome(job: Mapping[str, Any]) -> str:
     """``succeeded``, ``failed`` or ``running`` from a Job's status."""
     status = job.get("status") or {}
@@ -173,6 +186,14 @@ async def reconcile_org(ctx: Context, body: Mapping[str, Any]) -> dict[str, Any]
         out.phase("Invalid spec", str(exc))
         return out.build()
 
+    pinned = status.get("provider")
+    if pinned in CONCRETE_PROVIDERS and spec.provider not in ("Auto", pinned):
+        msg = (f"spec.database.provider changed from {pinned} to {spec.provider}: an org's data is never moved "
+               f"between providers; set it back to {pinned} (or Auto), or create a new MemoryOrg")
+        out.set_false(c.READY, c.REASON_INVALID_SPEC, msg)
+        out.set_true(c.DEGRADED, c.REASON_INVALID_SPEC, msg)
+        out.phase("Invalid spec", msg)
+        return out.build()
     provider = await resolve_provider(ctx, spec, status)
     out.field("org", spec.org)
     out.field("provider", provider)
@@ -222,6 +243,15 @@ async def reconcile_org(ctx: Context, body: Mapping[str, Any]) -> dict[str, Any]
         out.set_true(c.MIGRATED, c.REASON_MIGRATED, f"schema is at version {target} (Job {job_name})")
 
     try:
+        current = await ctx.backend.registered_url(spec.org)
+        if current is not None and not same_database(current, db.database_url):
+            msg = (f"org {spec.org} is already served from another database ({_where(current)}), registered by "
+                   "another MemoryOrg or by hand; choose another spec.orgName or remove that registration")
+            out.field("registered", False)
+            out.set_false(c.READY, c.REASON_ORG_CONFLICT, msg)
+            out.set_true(c.DEGRADED, c.REASON_ORG_CONFLICT, msg)
+            out.phase("Org name in use", msg)
+            return out.build()
         await ctx.backend.register_org(spec.org, db.database_url)
     except Exception as exc:  # any bus failure: keep it on the object, retry at the next resync
         msg = f"registering org {spec.org} on NATS failed ({type(exc).__name__}: {exc})"

@@ -144,6 +144,9 @@ class RecordingBackend:
         self.registered.pop(org, None)
         self.unregistered.append(org)
 
+    async def registered_url(self, org: str) -> str | None:
+        return self.registered.get(org)
+
     async def ensure_scope(self, database_url: str, *, name: str, description: str, readers: list[str],
                            writers: list[str], retention_days: int | None) -> None:
         self.scopes[(database_url, name)] = {"description": description, "readers": readers,

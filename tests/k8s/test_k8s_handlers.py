@@ -232,3 +232,38 @@ def test_registry_wires_every_kind() -> None:
     assert changing == {("memoryorgs", "spec-changed/spec"), ("memoryscopes", "spec-changed/spec"),
                         ("memoryagents", "spec-changed/spec"), ("memoryorgs", "finalize"),
                         ("memoryagents", "finalize")}  # no finalizer on scopes: their facts stay
+
+
+async def test_changing_a_pinned_provider_is_refused(memo: kopf.Memo) -> None:
+    patch = kopf.Patch()
+    body = org_body(spec={"database": {"provider": "CloudNativePG"}}, status={"provider": "StatefulSet"})
+    await handlers.org_reconcile(body=body, patch=patch, memo=memo, logger=logging.getLogger("t"))
+    degraded = conditions.find(patch["status"], conditions.DEGRADED)
+    assert degraded and degraded["reason"] == "InvalidSpec"
+    assert "from StatefulSet to CloudNativePG" in degraded["message"]
+    assert memo.ctx.kube.created == []  # nothing provisioned next to the existing data
+
+
+async def test_org_name_taken_by_another_database_is_a_conflict(memo: kopf.Memo) -> None:
+    kube: FakeKube = memo.ctx.kube
+    backend: RecordingBackend = memo.ctx.backend
+    backend.registered["acme"] = "postgresql://someone:pw@other-db.team-b.svc:5432/echo"
+    kube.objects[("Secret", "ns1", "ext")] = {"data": {"uri": b64("postgresql://me:pw@mine.ns1.svc:5432/echo")}}
+    spec = {"database": {"provider": "External", "secretRef": {"name": "ext"}}}
+    status = {"provider": "External", "schemaVersion": 4,
+              "conditions": [{"type": "Migrated", "status": "True", "lastTransitionTime": "2020-01-01T00:00:00Z"}]}
+    patch = kopf.Patch()
+    await handlers.org_reconcile(body=org_body(spec=spec, status=status), patch=patch, memo=memo,
+                                 logger=logging.getLogger("t"))
+    ready = conditions.find(patch["status"], conditions.READY)
+    assert ready and ready["reason"] == "OrgNameInUse"
+    assert "other-db.team-b.svc:5432/echo" in ready["message"] and "pw" not in ready["message"]
+    assert backend.registered["acme"].startswith("postgresql://someone")  # not hijacked
+
+    # The same database with rotated credentials is not a conflict.
+    backend.registered["acme"] = "postgresql://me:old@mine.ns1.svc/echo"
+    patch = kopf.Patch()
+    await handlers.org_reconcile(body=org_body(spec=spec, status=status), patch=patch, memo=memo,
+                                 logger=logging.getLogger("t"))
+    assert conditions.is_true(patch["status"], conditions.READY)
+    assert backend.registered["acme"] == "postgresql://me:pw@mine.ns1.svc:5432/echo"
