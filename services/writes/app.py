@@ -1,32 +1,75 @@
-"""The writes service's subscribers: one queue group, one transaction per request."""
+"""The writes service's subscribers: one queue group, one transaction per request.
+
+Every verb that changes memory commits its outbox rows with its change, then kicks the outbox
+relay (relay.py), which also runs on a timer as the service's background task.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
+
+import psycopg
 from faststream import Path
 from faststream.nats import NatsRouter
 
+from libs.bus.service import ServiceContext, parse_args
 from libs.contracts import admin as admin_contracts
+from libs.contracts import documents as doc_contracts
 from libs.contracts.bus import Caller, Reply, Request
-from libs.contracts.errors import EchoError, Internal
+from libs.contracts.errors import Conflict, EchoError, Internal, InvalidArgument, Unavailable
 from libs.contracts.subjects import queue_group, subscribe_pattern
 from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
-from libs.bus.service import ServiceContext, not_built_router, parse_args
-from services.writes import admin, idempotency
-from services.writes.episode import _Deferred, write_episode
+from services.writes import admin, documents, idempotency, recall
+from services.writes.episode import write_episode
+from services.writes.relay import OutboxRelay
 
 SERVICE = "writes"
+# Requests handled at once per process. Writers of one scope still queue on the scope lock;
+# this lets writers of other scopes, reads of pending documents and admin verbs proceed.
+MAX_WORKERS = 4
+
+log = logging.getLogger(__name__)
 
 
 def build_router(ctx: ServiceContext) -> NatsRouter:
     router = NatsRouter()
     queue = queue_group(SERVICE)
+    relay = OutboxRelay(ctx)
+    ctx.extra["relay"] = relay
+    ctx.extra["on_start"] = relay.run
 
     def sub(verb: str):  # type: ignore[no-untyped-def]
-        return router.subscriber(subscribe_pattern(SERVICE, verb), queue=queue)
+        return router.subscriber(subscribe_pattern(SERVICE, verb), queue=queue, max_workers=MAX_WORKERS)
+
+    async def changing(org: str, request: Request, model: type, fn: Callable[..., Awaitable]) -> Reply:  # type: ignore[type-arg]
+        reply = await ctx.handle(org, request, model, fn)
+        if reply.ok:
+            relay.kick(org)
+        return reply
 
     @sub("write_episode")
     async def on_write_episode(request: Request, org: str = Path()) -> Reply:
-        return Reply.success(await handle_write_episode(ctx, org, request))
+        result = await handle_write_episode(ctx, org, request)
+        if result.stored:
+            relay.kick(org)
+        return Reply.success(result)
+
+    @sub("record_recall_save")
+    async def on_record_recall_save(request: Request, org: str = Path()) -> Reply:
+        return await changing(org, request, doc_contracts.RecordRecallSaveInput, recall.record_recall_save)
+
+    @sub("register_documents")
+    async def on_register_documents(request: Request, org: str = Path()) -> Reply:
+        return await changing(org, request, doc_contracts.RegisterDocumentsInput, documents.register_documents)
+
+    @sub("pending_documents")
+    async def on_pending_documents(request: Request, org: str = Path()) -> Reply:
+        return await ctx.handle(org, request, doc_contracts.PendingDocumentsInput, documents.pending_documents)
+
+    @sub("mark_ingested")
+    async def on_mark_ingested(request: Request, org: str = Path()) -> Reply:
+        return await changing(org, request, doc_contracts.MarkIngestedInput, documents.mark_ingested)
 
     @sub("token_create")
     async def on_token_create(request: Request, org: str = Path()) -> Reply:
@@ -52,40 +95,41 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
     async def on_status(request: Request, org: str = Path()) -> Reply:
         return await ctx.handle(org, request, admin_contracts.NoArgs, admin.status)
 
-    router.include_router(
-        not_built_router(SERVICE, ("record_recall_save", "pending_documents", "mark_ingested", "register_documents"), "issue 3")
-    )
     return router
 
 
 async def handle_write_episode(ctx: ServiceContext, org: str, request: Request) -> WriteEpisodeResult:
-    """Always a WriteEpisodeResult: a refusal is an outcome with `error` set, never an exception."""
+    """Always a WriteEpisodeResult: a refusal is an outcome with `error` set, never an exception.
+
+    The idempotency check, the write and remembering the response share one transaction, so a
+    retried key either sees the committed first response or waits for it.
+    """
     caller: Caller = request.caller
     try:
         args = parse_args(WriteEpisodeInput, request.args)
         if caller.org != org:
-            raise Internal("the caller's org does not match the subject's org")
-        assert ctx.embedder is not None
-        if args.idempotency_key:
-            async with ctx.databases.transaction(org) as conn:
-                earlier = await idempotency.lookup(conn, caller, args.idempotency_key)
-            if earlier is not None:
-                return earlier
-        try:
-            async with ctx.databases.transaction(org) as conn:
-                result = await write_episode(conn, caller, args, ctx.embedder)
-                if args.idempotency_key:
-                    await idempotency.remember(conn, caller, args.idempotency_key, result)
-        except _Deferred as deferral:
-            result = deferral.result
+            raise InvalidArgument("the caller's org does not match the subject's org")
+        if ctx.embedder is None:
+            raise Internal("the writes service was started without its embedding model")
+        async with ctx.databases.transaction(org) as conn:
+            if args.idempotency_key:
+                earlier = await idempotency.lookup(conn, caller, args)
+                if earlier is not None:
+                    return earlier
+            result = await write_episode(conn, caller, args, ctx.embedder)
+            if args.idempotency_key:
+                await idempotency.remember(conn, caller, args, result)
         return result
     except EchoError as exc:
-        return WriteEpisodeResult(
-            stored=False, not_stored="refused", retryable=exc.retryable, error=exc.to_info()
-        )
-    except Exception as exc:
-        import logging
+        return _refused(exc)
+    except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable) as exc:
+        return _refused(Conflict(f"a concurrent write got in the way ({type(exc).__name__}); retry the same call"))
+    except psycopg.OperationalError as exc:
+        return _refused(Unavailable(f"the database failed: {type(exc).__name__}; nothing was stored"))
+    except Exception as exc:  # the seam where a bug becomes a typed refusal instead of silence
+        log.exception("write_episode failed")
+        return _refused(Internal(f"write_episode failed with {type(exc).__name__}; nothing was stored"))
 
-        logging.getLogger(__name__).exception("write_episode failed")
-        error = Internal(f"write_episode failed with {type(exc).__name__}; nothing was stored")
-        return WriteEpisodeResult(stored=False, not_stored="refused", error=error.to_info())
+
+def _refused(error: EchoError) -> WriteEpisodeResult:
+    return WriteEpisodeResult(stored=False, not_stored="refused", retryable=error.retryable, error=error.to_info())

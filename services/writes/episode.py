@@ -1,15 +1,22 @@
 """write_episode: resolve entities, supersede or restate edges, audit and emit events — atomically.
 
-The caller (the handler) owns the transaction. Any `EchoError` raised here rolls everything back,
-and the handler turns it into a `refused` result; a deferral is not an error but stores only
-the facts that do not touch a deferred mention.
+The caller (app.py) owns the one transaction. Any `EchoError` raised here rolls everything back
+and becomes a `refused` result. The order of work is chosen so that an outcome which stores
+nothing (deferred, unchanged, no_facts) inserts nothing at all:
+
+    check shape and secrets → scope → embed (outside the lock) → scope write lock →
+    resolve mentions (read only) → classify facts (restated / to write / deferred) →
+    create entities, learn aliases → episode → facts → audit rows → outbox events
+
+Owned here: `episodes`, `facts`, `audit_log` and `outbox` rows of a write. Entity SQL lives in
+entities.py; the response shape in libs/contracts/write.py; the contract in
+docs/tools/write_episode.md.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,115 +26,117 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument, NotFound
-from libs.contracts.write import (
-    Candidate,
-    DeferredMention,
-    EdgeRef,
-    EntityIn,
-    FactIn,
-    WriteEpisodeInput,
-    WriteEpisodeResult,
-)
+from libs.contracts.errors import InvalidArgument
+from libs.contracts.write import DeferredMention, EdgeRef, FactIn, WriteEpisodeInput, WriteEpisodeResult
 from libs.embed import MiniLM, count_tokens
 from libs.store.scopes import Scope, resolve_scope
 from libs.telemetry import db_span
+from services.writes import entities
 from services.writes import queries as q
+from services.writes.entities import Mention, key
 from services.writes.secrets import find_secret
 
-# Cosine between entity names above which a new mention is deferred instead of created.
-# MiniLM puts spelling variants ("Postgres"/"PostgreSQL", "k8s cluster"/"K8s clusters") above
-# this and unrelated names of one domain below it; see docs/tools.md.
-NEAR_MATCH_THRESHOLD = 0.86
-NEAR_MATCH_CANDIDATES = 3
 
-NEAREST_ENTITIES = """
-SELECT id, name, 1 - (embedding <=> %(embedding)s) AS similarity FROM entities
-WHERE scope_id = %(scope_id)s AND embedding IS NOT NULL
-ORDER BY embedding <=> %(embedding)s LIMIT %(limit)s
-"""
-ENTITY_IN_SCOPE = "SELECT id, name FROM entities WHERE scope_id = %s AND id = %s"
-
-
-@dataclass
-class Resolution:
-    entity_id: str | None = None
-    name: str = ""
-    created: bool = False
-    deferred: list[Candidate] = field(default_factory=list)
-
-
-def _key(name: str) -> str:
-    return name.strip().casefold()
+def normal_relation(relation: str) -> str:
+    """Relations compare case-insensitively with runs of spaces collapsed ("Uses" is "uses")."""
+    return " ".join(relation.split())
 
 
 def check_shape(args: WriteEpisodeInput) -> None:
-    """Rules across fields that pydantic alone does not express."""
-    known = {_key(e.name) for e in args.entities} | {_key(a) for e in args.entities for a in e.aliases}
-    known |= {_key(r.mention) for r in args.entity_resolutions}
-    seen_keys: set[tuple[str, str, str]] = set()
+    """Rules across fields that pydantic alone does not express, and the secret check.
+
+    Raises InvalidArgument naming the fact or entity by position, never quoting a secret.
+    """
+    known = {key(e.name) for e in args.entities} | {key(a) for e in args.entities for a in e.aliases}
+    known |= {key(r.mention) for r in args.entity_resolutions}
+    seen: dict[tuple[str, str, str], int] = {}
     for index, fact in enumerate(args.facts, start=1):
         for role in ("source", "target"):
             mention = getattr(fact, role)
-            if _key(mention) not in known:
-                raise InvalidArgument(f"fact {index}: {role} '{mention}' is not among this call's entities")
-        edge = (_key(fact.source), _key(fact.target), fact.relation.strip().casefold())
-        if edge in seen_keys:
+            if key(mention) not in known:
+                raise InvalidArgument(
+                    f"fact {index}: {role} '{mention[:100]}' is not among this call's entities (names or aliases); "
+                    "add it to entities"
+                )
+        edge = (key(fact.source), key(fact.target), normal_relation(fact.relation).lower())
+        if edge in seen:
             raise InvalidArgument(
-                f"fact {index}: a second claim for ({fact.source}, {fact.relation}, {fact.target}) in one call; "
-                "send one claim per edge"
+                f"facts {seen[edge]} and {index} both claim ({fact.source[:60]}, {fact.relation[:60]}, "
+                f"{fact.target[:60]}); send one claim per edge"
             )
-        seen_keys.add(edge)
-    for index, fact in enumerate(args.facts, start=1):
-        for text in (fact.fact, fact.relation, fact.source, fact.target):
-            kind = find_secret(text)
-            if kind:
-                raise InvalidArgument(f"fact {index} contains {kind}; secrets are never stored")
-    for entity in args.entities:
-        for text in (entity.name, *entity.aliases):
-            kind = find_secret(text)
-            if kind:
-                raise InvalidArgument(f"entity '{entity.name[:40]}' contains {kind}; secrets are never stored")
+        seen[edge] = index
+    _refuse_secrets(args)
+
+
+def _refuse_secrets(args: WriteEpisodeInput) -> None:
+    fields: list[tuple[str, str]] = [("session_id", args.session_id), ("project", args.project or "")]
+    for i, fact in enumerate(args.facts, start=1):
+        fields += [(f"fact {i} ({name})", getattr(fact, name)) for name in ("fact", "relation", "source", "target")]
+    for i, entity in enumerate(args.entities, start=1):
+        fields += [(f"entity {i} (name)", entity.name), (f"entity {i} (type)", entity.type)]
+        fields += [(f"entity {i} (aliases)", alias) for alias in entity.aliases]
+    for i, resolution in enumerate(args.entity_resolutions, start=1):
+        fields += [(f"entity_resolutions {i} (mention)", resolution.mention),
+                   (f"entity_resolutions {i} (rationale)", resolution.rationale or "")]
+    for where, text in fields:
+        kind = find_secret(text)
+        if kind:
+            raise InvalidArgument(
+                f"{where} contains {kind}; secrets are never stored. Remove it (say where the secret lives "
+                "instead, e.g. 'the key is in the team vault') and send the call again"
+            )
+
+
+@dataclass
+class _Planned:
+    fact: FactIn
+    source: Mention
+    target: Mention
+    relation: str
+    active: dict[str, Any] | None
+    vector: np.ndarray
 
 
 async def write_episode(
     conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput, embedder: MiniLM
 ) -> WriteEpisodeResult:
-    """Store one extraction; see docs/tools.md for every outcome."""
+    """Store one extraction; returns the outcome (stored, partial, deferred, unchanged, no_facts).
+
+    Raises an `EchoError` (the caller turns it into `not_stored="refused"`) for bad arguments,
+    secrets, unknown or unwritable scopes and entity ids not in the scope.
+    """
     check_shape(args)
     scope = await resolve_scope(conn, caller, args.scope, "write")
     if not args.facts:
         return WriteEpisodeResult(stored=False, not_stored="no_facts", scope=scope.name)
+
+    by_key = entities.call_entities(args)
+    referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}
+    names = [m.name for m in entities.unique(by_key)]
+    # Embedding is the slow part; do it before taking the lock so writers queue for less time.
+    embedded = embedder.embed(names + [f.fact for f in args.facts])
+    vectors = dict(zip(names, embedded[: len(names)], strict=True))
+    fact_vectors = list(embedded[len(names):])
+
     with db_span("scope_write_lock", org=caller.org):
         await conn.execute(q.SCOPE_WRITE_LOCK, (scope.id,))
-    now = (await (await conn.execute(q.TRANSACTION_NOW)).fetchone())[0]  # type: ignore[index]
+    now: datetime = (await (await conn.execute(q.TRANSACTION_NOW)).fetchone())[0]  # type: ignore[index]
 
-    mentions = await _resolve_entities(conn, caller, args, scope, embedder)
-    deferred = [
-        DeferredMention(mention=r.name, candidates=r.deferred) for r in _unique(mentions) if r.deferred
-    ]
-    storable = [f for f in args.facts if not mentions[_key(f.source)].deferred and not mentions[_key(f.target)].deferred]
-    if not storable:
-        # Nothing can be stored without the caller's choice; undo the entities made so far.
-        raise _Deferred(WriteEpisodeResult(stored=False, not_stored="deferred", deferred=deferred, scope=scope.name))
+    await entities.plan(conn, scope, args, by_key, referenced, vectors)
+    planned, restated, deferred = await _classify(conn, caller, scope, args, by_key, fact_vectors)
 
-    episode_id = await _insert_episode(conn, caller, args, scope, storable)
-    vectors = embedder.embed([f.fact for f in storable])
-    created: list[EdgeRef] = []
-    restated: list[EdgeRef] = []
-    for fact, vector in zip(storable, vectors, strict=True):
-        ref, was_restated = await _write_fact(
-            conn, caller, args, scope, fact, vector, mentions, episode_id=episode_id, now=now
-        )
-        (restated if was_restated else created).append(ref)
-    for resolution in _unique(mentions):
-        if resolution.created and resolution.entity_id:
-            await _audit(conn, caller, args, scope, kind="entity_created", entity_id=resolution.entity_id,
-                         after={"name": resolution.name}, reason=f"new entity '{resolution.name}'")
-    if not created:
+    if not planned:
+        outcome = "deferred" if deferred else "unchanged"
         return WriteEpisodeResult(
-            stored=False, not_stored="unchanged", restated=restated, deferred=deferred, scope=scope.name
+            stored=False, not_stored=outcome, restated=restated, deferred=deferred, scope=scope.name
         )
+
+    endpoints = entities.unique({str(id(m)): m for p in planned for m in (p.source, p.target)})
+    for mention in endpoints:
+        await entities.materialise(conn, scope, mention, caller.agent_id, vectors)
+        await _audit_entity(conn, caller, args, scope, mention)
+    episode_id = await _insert_episode(conn, caller, args, scope, [p.fact for p in planned])
+    created = [await _write_fact(conn, caller, args, scope, p, episode_id=episode_id, now=now) for p in planned]
     return WriteEpisodeResult(
         stored=True,
         partial=bool(deferred),
@@ -138,120 +147,54 @@ async def write_episode(
     )
 
 
-class _Deferred(Exception):
-    """Raised to roll the transaction back while still answering with a deferral."""
-
-    def __init__(self, result: WriteEpisodeResult) -> None:
-        super().__init__("deferred")
-        self.result = result
-
-
-def _unique(mentions: dict[str, Resolution]) -> list[Resolution]:
-    seen: dict[int, Resolution] = {}
-    for resolution in mentions.values():
-        seen.setdefault(id(resolution), resolution)
-    return list(seen.values())
-
-
-async def _resolve_entities(
+async def _classify(
     conn: psycopg.AsyncConnection,
     caller: Caller,
-    args: WriteEpisodeInput,
     scope: Scope,
-    embedder: MiniLM,
-) -> dict[str, Resolution]:
-    """Map every mention (names, aliases, resolution mentions) to one Resolution per entity."""
-    explicit = {_key(r.mention): r for r in args.entity_resolutions}
-    by_mention: dict[str, Resolution] = {}
-    by_entity: dict[str, Resolution] = {}
-
-    def remember(resolution: Resolution, *keys: str) -> Resolution:
-        if resolution.entity_id and resolution.entity_id in by_entity:
-            resolution = by_entity[resolution.entity_id]  # two mentions of one entity are one entity
-        elif resolution.entity_id:
-            by_entity[resolution.entity_id] = resolution
-        for key in keys:
-            by_mention[key] = resolution
-        return resolution
-
-    entities: list[EntityIn] = list(args.entities)
-    named = {_key(e.name) for e in entities}
-    for mention in explicit:
-        if mention not in named:
-            entities.append(EntityIn(name=explicit[mention].mention, type="unknown"))
-
-    for entity in entities:
-        keys = [_key(entity.name), *(_key(a) for a in entity.aliases)]
-        choice = explicit.get(_key(entity.name))
-        if choice is not None and choice.entity_id != "new":
-            row = await _entity_by_id(conn, scope, choice.entity_id)
-            resolution = remember(Resolution(entity_id=row[0], name=row[1]), *keys)
-            await _audit(conn, caller, args, scope, kind="entity_resolved", entity_id=row[0],
-                         after={"mention": entity.name, "how": "agent-confirmed"},
-                         reason=choice.rationale or f"agent confirmed '{entity.name}' is '{row[1]}'")
+    args: WriteEpisodeInput,
+    by_key: dict[str, Mention],
+    fact_vectors: list[np.ndarray],
+) -> tuple[list[_Planned], list[EdgeRef], list[DeferredMention]]:
+    """Split the facts into edges to write, restatements of the active edge, and deferred mentions."""
+    planned: list[_Planned] = []
+    restated: list[EdgeRef] = []
+    waiting: dict[int, Mention] = {}
+    seen: dict[tuple[object, object, str], int] = {}
+    for index, (fact, vector) in enumerate(zip(args.facts, fact_vectors, strict=True), start=1):
+        source, target = by_key[key(fact.source)], by_key[key(fact.target)]
+        blocked = [m for m in (source, target) if m.deferred]
+        if blocked:
+            for mention in blocked:
+                waiting.setdefault(id(mention), mention)
             continue
-        existing = None if choice is not None else await _exact_match(conn, scope, entity)
-        if existing is not None:
-            remember(Resolution(entity_id=existing[0], name=existing[1]), *keys)
-            continue
-        vector = embedder.embed_one(entity.name)
-        if choice is None:
-            candidates = await _near_matches(conn, scope, vector)
-            if candidates:
-                remember(Resolution(name=entity.name, deferred=candidates), *keys)
-                continue
-        entity_id = await _create_entity(conn, caller, scope, entity, vector)
-        remember(Resolution(entity_id=entity_id, name=entity.name, created=True), *keys)
-    return by_mention
-
-
-async def _entity_by_id(conn: psycopg.AsyncConnection, scope: Scope, entity_id: str) -> tuple[str, str]:
-    try:
-        uuid.UUID(entity_id)
-    except ValueError:
-        raise InvalidArgument(f"entity_resolutions: '{entity_id}' is not an entity id or \"new\"") from None
-    row = await (await conn.execute(ENTITY_IN_SCOPE, (scope.id, entity_id))).fetchone()
-    if row is None:
-        raise NotFound(f"entity_resolutions: entity {entity_id} does not exist in scope '{scope.name}'")
-    return str(row[0]), str(row[1])
-
-
-async def _exact_match(conn: psycopg.AsyncConnection, scope: Scope, entity: EntityIn) -> tuple[str, str] | None:
-    for name in (entity.name, *entity.aliases):
-        rows = await (await conn.execute(q.FIND_ENTITY_BY_NAME, {"scope_id": scope.id, "name": name})).fetchall()
-        if rows:
-            return str(rows[0][0]), str(rows[0][1])
-    return None
-
-
-async def _near_matches(conn: psycopg.AsyncConnection, scope: Scope, vector: np.ndarray) -> list[Candidate]:
-    rows = await (
-        await conn.execute(
-            NEAREST_ENTITIES, {"scope_id": scope.id, "embedding": vector, "limit": NEAR_MATCH_CANDIDATES}
-        )
-    ).fetchall()
-    return [
-        Candidate(entity_id=str(r[0]), name=str(r[1]), similarity=round(float(r[2]), 4))
-        for r in rows
-        if float(r[2]) >= NEAR_MATCH_THRESHOLD
-    ]
-
-
-async def _create_entity(
-    conn: psycopg.AsyncConnection, caller: Caller, scope: Scope, entity: EntityIn, vector: np.ndarray
-) -> str:
-    with db_span("insert_entity", org=caller.org):
-        row = await (
-            await conn.execute(
-                q.INSERT_ENTITY,
-                {"scope_id": scope.id, "name": entity.name, "type": entity.type, "embedding": vector,
-                 "agent_id": caller.agent_id},
+        relation = normal_relation(fact.relation)
+        # Two facts of one call can land on one edge once mentions resolve (e.g. "Postgres" and
+        # "PostgreSQL" both confirmed as one entity); one claim per edge keeps history honest.
+        edge = (source.entity_id or id(source), target.entity_id or id(target), relation.lower())
+        if edge in seen:
+            raise InvalidArgument(
+                f"facts {seen[edge]} and {index} make two claims on one edge once their entities are "
+                f"resolved ({source.display}, {relation}, {target.display}); send one claim per edge"
             )
-        ).fetchone()
-    entity_id = str(row[0])  # type: ignore[index]
-    for alias in entity.aliases:
-        await conn.execute(q.INSERT_ALIAS, (entity_id, scope.id, alias))
-    return entity_id
+        seen[edge] = index
+        active = None
+        if source.entity_id and target.entity_id:
+            async with conn.cursor(row_factory=dict_row) as cur:
+                with db_span("active_edge", org=caller.org):
+                    await cur.execute(
+                        q.ACTIVE_EDGE,
+                        {"scope_id": scope.id, "source": source.entity_id, "target": target.entity_id,
+                         "relation": relation},
+                    )
+                    active = await cur.fetchone()
+        claim = {"text": fact.fact, "confidence": fact.confidence, "causal_hint": fact.causal_hint}
+        if active is not None and all(active[k] == v for k, v in claim.items()):
+            restated.append(EdgeRef(fact_id=str(active["id"]), source=source.display, target=target.display,
+                                    relation=active["relation"]))
+            continue
+        planned.append(_Planned(fact, source, target, relation, active, vector))
+    deferred = [DeferredMention(mention=m.name, candidates=m.candidates) for m in waiting.values()]
+    return planned, restated, deferred
 
 
 async def _insert_episode(
@@ -273,77 +216,88 @@ async def _write_fact(
     caller: Caller,
     args: WriteEpisodeInput,
     scope: Scope,
-    fact: FactIn,
-    vector: np.ndarray,
-    mentions: dict[str, Resolution],
+    p: _Planned,
     *,
     episode_id: str,
     now: datetime,
-) -> tuple[EdgeRef, bool]:
-    source, target = mentions[_key(fact.source)], mentions[_key(fact.target)]
-    relation = fact.relation.strip()
-    key = {"scope_id": scope.id, "source": source.entity_id, "target": target.entity_id, "relation": relation}
-    async with conn.cursor(row_factory=dict_row) as cur:
-        with db_span("active_edge", org=caller.org):
-            await cur.execute(q.ACTIVE_EDGE, key)
-            active = await cur.fetchone()
-    claim = {"text": fact.fact, "confidence": fact.confidence, "causal_hint": fact.causal_hint}
-    if active is not None and all(active[k] == v for k, v in claim.items()):
-        ref = EdgeRef(fact_id=str(active["id"]), source=source.name, target=target.name, relation=relation)
-        return ref, True
-    supersedes = None
-    if active is not None:
-        supersedes = str(active["id"])
-        await conn.execute(q.END_EDGE, {"now": now, "id": supersedes, "scope_id": scope.id})
+) -> EdgeRef:
+    """End the active edge (if any) and insert the new one, with its audit row and outbox event."""
+    fact = p.fact
+    supersedes = str(p.active["id"]) if p.active is not None else None
+    if supersedes is not None:
+        ended = await conn.execute(q.END_EDGE, {"now": now, "id": supersedes, "scope_id": scope.id})
+        assert ended.rowcount == 1, "the active edge is row-locked, so it cannot end under us"
     with db_span("insert_fact", org=caller.org):
         row = await (
             await conn.execute(
                 q.INSERT_FACT,
-                {**key, "episode_id": episode_id, "text": fact.fact, "confidence": fact.confidence,
-                 "causal_hint": fact.causal_hint, "hint_origin": "write" if fact.causal_hint else None,
-                 "now": now, "supersedes": supersedes, "agent_id": caller.agent_id, "tool": caller.tool,
-                 "project": args.project, "session_id": args.session_id, "embedding": vector,
-                 "tokens": count_tokens(fact.fact)},
+                {"scope_id": scope.id, "source": p.source.entity_id, "target": p.target.entity_id,
+                 "relation": p.relation, "episode_id": episode_id, "text": fact.fact,
+                 "confidence": fact.confidence, "causal_hint": fact.causal_hint,
+                 "hint_origin": "write" if fact.causal_hint else None, "now": now, "supersedes": supersedes,
+                 "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
+                 "session_id": args.session_id, "embedding": p.vector, "tokens": count_tokens(fact.fact)},
             )
         ).fetchone()
     fact_id = str(row[0])  # type: ignore[index]
-    edge = {"source": source.name, "target": target.name, "relation": relation}
-    if active is None:
-        await _audit(conn, caller, args, scope, kind="fact_created", fact_id=fact_id, after={**edge, **claim},
-                     reason=f"{caller.agent_id} recorded that {fact.fact}")
-        await _event(conn, caller, "fact.created", {"fact_id": fact_id, "scope": scope.stored_name})
+    edge = {"source": p.source.display, "target": p.target.display, "relation": p.relation}
+    claim = {"text": fact.fact, "confidence": fact.confidence, "causal_hint": fact.causal_hint}
+    event = {"fact_id": fact_id, "scope": scope.stored_name, "scope_id": scope.id}
+    if p.active is None:
+        await audit(conn, caller, scope, kind="fact_created", session_id=args.session_id, fact_id=fact_id,
+                    after={**edge, **claim, "fact_id": fact_id}, reason=f"{caller.agent_id} recorded that {fact.fact}")
+        await emit(conn, caller, "fact.created", event)
     else:
-        before = {k: active[k] for k in ("text", "confidence", "causal_hint")} | {"fact_id": supersedes}
-        await _audit(conn, caller, args, scope, kind="fact_superseded", fact_id=fact_id, before=before,
-                     after={**edge, **claim, "fact_id": fact_id},
-                     reason=f"{caller.agent_id} changed the claim on ({source.name}, {relation}, {target.name})")
-        await _event(conn, caller, "fact.superseded",
-                     {"fact_id": fact_id, "supersedes": supersedes, "scope": scope.stored_name})
-    ref = EdgeRef(fact_id=fact_id, source=source.name, target=target.name, relation=relation, supersedes=supersedes)
-    return ref, False
+        before = {k: p.active[k] for k in ("text", "confidence", "causal_hint")} | {"fact_id": supersedes}
+        await audit(conn, caller, scope, kind="fact_superseded", session_id=args.session_id, fact_id=fact_id,
+                    before=before, after={**edge, **claim, "fact_id": fact_id},
+                    reason=f"{caller.agent_id} changed the claim on ({edge['source']}, {p.relation}, {edge['target']})")
+        await emit(conn, caller, "fact.superseded", {**event, "supersedes": supersedes})
+    return EdgeRef(fact_id=fact_id, source=edge["source"], target=edge["target"], relation=p.relation,
+                   supersedes=supersedes)
 
 
-async def _audit(
+async def _audit_entity(
+    conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput, scope: Scope, m: Mention
+) -> None:
+    """entity_created for a new entity; entity_resolved (how = exact | alias | agent-confirmed) otherwise."""
+    if m.created:
+        await audit(conn, caller, scope, kind="entity_created", session_id=args.session_id, entity_id=m.entity_id,
+                    after={"name": m.name, "type": m.type, "aliases": m.learned},
+                    reason=m.rationale or f"new entity '{m.name}'")
+        return
+    reason = m.rationale or (
+        f"the agent confirmed '{m.name}' is '{m.stored_name}'" if m.how == "agent-confirmed"
+        else f"'{m.name}' matched the stored {'name' if m.how == 'exact' else 'alias'} of '{m.stored_name}'"
+    )
+    await audit(conn, caller, scope, kind="entity_resolved", session_id=args.session_id, entity_id=m.entity_id,
+                after={"mention": m.name, "entity": m.stored_name, "how": m.how, "aliases_learned": m.learned},
+                reason=reason)
+
+
+async def audit(
     conn: psycopg.AsyncConnection,
     caller: Caller,
-    args: WriteEpisodeInput,
-    scope: Scope,
+    scope: Scope | None,
     *,
     kind: str,
     reason: str,
+    session_id: str | None = None,
     fact_id: str | None = None,
     entity_id: str | None = None,
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
 ) -> None:
+    """One audit row in the caller's transaction (kinds: libs/contracts/audit.py AUDIT_KINDS)."""
     await conn.execute(
         q.INSERT_AUDIT,
-        {"scope_id": scope.id, "kind": kind, "agent_id": caller.agent_id, "session_id": args.session_id,
-         "tool": caller.tool, "fact_id": fact_id, "entity_id": entity_id,
+        {"scope_id": scope.id if scope else None, "kind": kind, "agent_id": caller.agent_id,
+         "session_id": session_id, "tool": caller.tool, "fact_id": fact_id, "entity_id": entity_id,
          "before": Jsonb(before) if before is not None else None,
          "after": Jsonb(after) if after is not None else None, "reason": reason},
     )
 
 
-async def _event(conn: psycopg.AsyncConnection, caller: Caller, kind: str, payload: dict[str, Any]) -> None:
+async def emit(conn: psycopg.AsyncConnection, caller: Caller, kind: str, payload: dict[str, Any]) -> None:
+    """An outbox row in the caller's transaction; the relay publishes it to JetStream after commit."""
     await conn.execute(q.INSERT_OUTBOX, (kind, json.dumps({"org": caller.org, **payload})))

@@ -2,31 +2,19 @@
 
 SCOPE_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:scope:' || %s::text))"
 
-FIND_ENTITY_BY_NAME = """
-SELECT e.id, e.name FROM entities e
-WHERE e.scope_id = %(scope_id)s AND lower(e.name) = lower(%(name)s)
-UNION
-SELECT e.id, e.name FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
-WHERE a.scope_id = %(scope_id)s AND lower(a.alias) = lower(%(name)s)
-"""
-INSERT_ENTITY = """
-INSERT INTO entities (scope_id, name, type, embedding, created_by)
-VALUES (%(scope_id)s, %(name)s, %(type)s, %(embedding)s, %(agent_id)s)
-RETURNING id
-"""
-INSERT_ALIAS = """
-INSERT INTO entity_aliases (entity_id, scope_id, alias) VALUES (%s, %s, %s)
-ON CONFLICT DO NOTHING
-"""
 INSERT_EPISODE = """
 INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count)
 VALUES (%(scope_id)s, 'write', %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(content)s, %(tokens)s)
 RETURNING id
 """
+# The row lock keeps the active edge ours until commit (the scope lock already serialises
+# writers; this makes the edge safe against any other path that might end it).
 ACTIVE_EDGE = """
-SELECT id, text, confidence, causal_hint FROM facts
+SELECT id, relation, text, confidence, causal_hint FROM facts
 WHERE scope_id = %(scope_id)s AND source_entity = %(source)s AND target_entity = %(target)s
-  AND relation = %(relation)s AND t_invalid IS NULL
+  AND lower(relation) = lower(%(relation)s) AND t_invalid IS NULL
+ORDER BY t_valid DESC, id
+LIMIT 1
 FOR UPDATE
 """
 END_EDGE = """

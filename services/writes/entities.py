@@ -1,0 +1,262 @@
+"""Entity resolution for write_episode: which stored entity each mention of a call means.
+
+Rules (issue 3), applied inside the scope and under the scope's write lock:
+1. an `entity_resolutions` choice wins: an existing id (it must exist in the same scope, else the
+   call is refused with `not_found`) or "new";
+2. otherwise an exact, case-insensitive match on a stored name (how = exact) or alias
+   (how = alias) resolves silently — never a substring or prefix match;
+3. otherwise a near match by embedding (cosine >= NEAR_MATCH_THRESHOLD) defers the mention with
+   its candidates: never merged silently;
+4. otherwise the mention is a new entity.
+Mentions of one call that share a name or alias, or resolve to the same stored entity, are one
+entity. Planning (`plan`) reads only; `materialise` creates entities and learns aliases, and is
+called only for entities that are endpoints of an edge the call actually writes.
+
+Owned here: the SQL on `entities` and `entity_aliases`. Not here: facts, audit rows (episode.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import psycopg
+
+from libs.contracts.errors import InvalidArgument, NotFound
+from libs.contracts.write import Candidate, EntityIn, WriteEpisodeInput
+from libs.store.scopes import Scope
+
+# Cosine between entity names at or above which a new mention is deferred instead of created.
+# Calibrated with the real model on 30 same-entity and 30 different-entity name pairs
+# (tests/writes/test_near_match_calibration.py, numbers in docs/tools/write_episode.md): 0.81
+# maximises variants caught minus false deferrals there (25/30 caught, 3/30 false deferrals; 0.82
+# ties at 24/30 and 2/30); a false deferral costs one round trip, a missed variant a duplicate
+# node, so ties go to the lower threshold. Held-out pairs: 10/15 caught, 1/15 false deferrals.
+NEAR_MATCH_THRESHOLD = 0.81
+NEAR_MATCH_CANDIDATES = 3
+
+How = Literal["exact", "alias", "agent-confirmed", "new"]
+
+FIND_BY_NAME = """
+SELECT id, name, 'exact' AS how FROM entities
+WHERE scope_id = %(scope_id)s AND lower(name) = lower(%(name)s)
+"""
+FIND_BY_ALIAS = """
+SELECT e.id, e.name, 'alias' AS how FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+WHERE a.scope_id = %(scope_id)s AND e.scope_id = %(scope_id)s AND lower(a.alias) = lower(%(name)s)
+ORDER BY e.created_at, e.id
+LIMIT 1
+"""
+ENTITY_IN_SCOPE = "SELECT id, name FROM entities WHERE scope_id = %s AND id = %s"
+NEAREST_ENTITIES = """
+SELECT id, name, 1 - (embedding <=> %(embedding)s) AS similarity FROM entities
+WHERE scope_id = %(scope_id)s AND embedding IS NOT NULL
+ORDER BY embedding <=> %(embedding)s, id
+LIMIT %(limit)s
+"""
+INSERT_ENTITY = """
+INSERT INTO entities (scope_id, name, type, embedding, created_by)
+VALUES (%(scope_id)s, %(name)s, %(type)s, %(embedding)s, %(agent_id)s)
+RETURNING id
+"""
+# An alias is learned only when no entity of the scope already answers to it, so a name never
+# resolves to two entities.
+LEARN_ALIAS = """
+INSERT INTO entity_aliases (entity_id, scope_id, alias)
+SELECT %(entity_id)s, %(scope_id)s, %(alias)s
+WHERE NOT EXISTS (SELECT 1 FROM entities WHERE scope_id = %(scope_id)s AND lower(name) = lower(%(alias)s))
+  AND NOT EXISTS (SELECT 1 FROM entity_aliases WHERE scope_id = %(scope_id)s AND lower(alias) = lower(%(alias)s))
+RETURNING alias
+"""
+
+
+def key(name: str) -> str:
+    """How mentions are compared: trimmed and lower-cased like Postgres lower(), nothing fuzzier."""
+    return name.strip().lower()
+
+
+@dataclass
+class Mention:
+    """One entity of the call, after merging mentions that name it."""
+
+    name: str
+    type: str
+    aliases: list[str] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+    how: How = "new"
+    entity_id: str | None = None
+    stored_name: str | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+    rationale: str | None = None
+    learned: list[str] = field(default_factory=list)
+    created: bool = False
+
+    @property
+    def deferred(self) -> bool:
+        return bool(self.candidates)
+
+    @property
+    def display(self) -> str:
+        """The name responses use: the stored entity's name once resolved."""
+        return self.stored_name or self.name
+
+
+def call_entities(args: WriteEpisodeInput) -> dict[str, Mention]:
+    """Every key (name or alias) of the call mapped to its merged Mention."""
+    by_key: dict[str, Mention] = {}
+    # A resolution's mention that names no declared entity is an entity of unknown type.
+    declared = [*args.entities, *(EntityIn(name=r.mention, type="unknown") for r in args.entity_resolutions)]
+    for entity in declared:
+        names = [entity.name, *entity.aliases]
+        keys = [key(n) for n in names]
+        existing = next((by_key[k] for k in keys if k in by_key), None)
+        if existing is None:
+            existing = Mention(name=entity.name, type=entity.type)
+        for name, k in zip(names, keys, strict=True):
+            if k not in existing.keys:
+                existing.keys.add(k)
+                if k != key(existing.name):
+                    existing.aliases.append(name)
+        for k in existing.keys:
+            by_key[k] = existing
+    return by_key
+
+
+def unique(by_key: dict[str, Mention]) -> list[Mention]:
+    """Each Mention once, in the call's order."""
+    seen: dict[int, Mention] = {}
+    for mention in by_key.values():
+        seen.setdefault(id(mention), mention)
+    return list(seen.values())
+
+
+async def plan(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    args: WriteEpisodeInput,
+    by_key: dict[str, Mention],
+    referenced: set[int],
+    vectors: dict[str, np.ndarray],
+) -> None:
+    """Decide how each Mention resolves; reads only. Raises NotFound/InvalidArgument for bad choices.
+
+    `referenced` holds id()s of Mentions some fact uses: only those are matched (an entity no fact
+    uses is never stored), but every explicit choice is checked.
+    """
+    choices: dict[int, tuple[str, str | None]] = {}
+    for resolution in args.entity_resolutions:
+        mention = by_key[key(resolution.mention)]
+        choice = (resolution.entity_id.strip(), resolution.rationale)
+        if id(mention) in choices and choices[id(mention)][0] != choice[0]:
+            raise InvalidArgument(
+                f"entity_resolutions: '{mention.name}' is given two different resolutions in one call"
+            )
+        choices[id(mention)] = choice
+    for mention in unique(by_key):
+        choice = choices.get(id(mention))
+        if choice is not None and choice[0].lower() != "new":
+            entity_id, stored = await _entity_by_id(conn, scope, choice[0])
+            mention.how, mention.entity_id, mention.stored_name = "agent-confirmed", entity_id, stored
+            mention.rationale = choice[1]
+            continue
+        if choice is not None:  # "new": the agent says none of the candidates is this entity
+            clash = await _fetch(conn, FIND_BY_NAME, {"scope_id": scope.id, "name": mention.name})
+            if clash is not None:
+                raise InvalidArgument(
+                    f"entity_resolutions: '{mention.name}' is marked new, but entity {clash[0]} already has "
+                    "that name in this scope; give its id instead"
+                )
+            mention.rationale = choice[1]
+            continue
+        if id(mention) not in referenced:
+            continue
+        found = await _exact(conn, scope, mention)
+        if found is not None:
+            mention.entity_id, mention.stored_name, mention.how = found
+            continue
+        mention.candidates = await _near(conn, scope, vectors[mention.name])
+    _merge_same_entity(by_key)
+
+
+def _merge_same_entity(by_key: dict[str, Mention]) -> None:
+    """Two mentions that resolved to one stored entity become one Mention."""
+    by_entity: dict[str, Mention] = {}
+    for k, mention in list(by_key.items()):
+        if mention.entity_id is None:
+            continue
+        first = by_entity.setdefault(mention.entity_id, mention)
+        if first is not mention:
+            if mention.how == "agent-confirmed":
+                first.how, first.rationale = mention.how, mention.rationale
+            for alias in [mention.name, *mention.aliases]:
+                if key(alias) not in first.keys:
+                    first.keys.add(key(alias))
+                    first.aliases.append(alias)
+            by_key[k] = first
+
+
+async def materialise(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    mention: Mention,
+    agent_id: str,
+    vectors: dict[str, np.ndarray],
+) -> None:
+    """Create the entity (how = new) or learn the call's names as aliases of the resolved one."""
+    if mention.entity_id is None:
+        row = await _fetch(
+            conn,
+            INSERT_ENTITY,
+            {"scope_id": scope.id, "name": mention.name, "type": mention.type,
+             "embedding": vectors[mention.name], "agent_id": agent_id},
+        )
+        assert row is not None
+        mention.entity_id, mention.stored_name, mention.created = str(row[0]), mention.name, True
+    names = [mention.name, *mention.aliases]
+    for alias in names:
+        if key(alias) == key(mention.stored_name or ""):
+            continue
+        learned = await _fetch(conn, LEARN_ALIAS, {"entity_id": mention.entity_id, "scope_id": scope.id, "alias": alias})
+        if learned is not None:
+            mention.learned.append(alias)
+
+
+async def _fetch(conn: psycopg.AsyncConnection, sql: str, params: object) -> tuple[object, ...] | None:
+    return await (await conn.execute(sql, params)).fetchone()  # type: ignore[arg-type]
+
+
+async def _entity_by_id(conn: psycopg.AsyncConnection, scope: Scope, entity_id: str) -> tuple[str, str]:
+    try:
+        uuid.UUID(entity_id)
+    except ValueError:
+        raise InvalidArgument(f"entity_resolutions: '{entity_id[:64]}' is not an entity id or \"new\"") from None
+    row = await _fetch(conn, ENTITY_IN_SCOPE, (scope.id, entity_id))
+    if row is None:
+        raise NotFound(f"entity_resolutions: entity {entity_id} does not exist in scope '{scope.name}'")
+    return str(row[0]), str(row[1])
+
+
+async def _exact(conn: psycopg.AsyncConnection, scope: Scope, mention: Mention) -> tuple[str, str, How] | None:
+    """The stored entity answering to one of the mention's names: stored names first, then aliases."""
+    names = [mention.name, *mention.aliases]
+    for sql in (FIND_BY_NAME, FIND_BY_ALIAS):
+        for name in names:
+            row = await _fetch(conn, sql, {"scope_id": scope.id, "name": name})
+            if row is not None:
+                return str(row[0]), str(row[1]), row[2]  # type: ignore[return-value]
+    return None
+
+
+async def _near(conn: psycopg.AsyncConnection, scope: Scope, vector: np.ndarray) -> list[Candidate]:
+    rows = await (
+        await conn.execute(
+            NEAREST_ENTITIES, {"scope_id": scope.id, "embedding": vector, "limit": NEAR_MATCH_CANDIDATES}
+        )
+    ).fetchall()
+    return [
+        Candidate(entity_id=str(r[0]), name=str(r[1]), similarity=round(float(r[2]), 4))
+        for r in rows
+        if float(r[2]) >= NEAR_MATCH_THRESHOLD
+    ]

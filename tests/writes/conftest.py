@@ -1,0 +1,82 @@
+"""Helpers for the write-path tests: payload builders, MCP calls, bus calls, row counts."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from libs.bus.broker import make_broker
+from libs.bus.client import BusClient
+from libs.contracts.bus import Caller
+from libs.testing import EchoStack
+
+TABLES = (
+    "entities", "entity_aliases", "episodes", "facts", "audit_log", "outbox", "idempotency",
+    "recall_saves", "documents", "document_ingestions",
+)
+RESULT_KEYS = {"stored", "not_stored", "partial", "edges_created", "restated", "deferred", "retryable", "error", "scope"}
+
+
+def fact(source: str, target: str, relation: str, text: str, confidence: str = "extracted", **extra: Any) -> dict[str, Any]:
+    return {"source": source, "target": target, "relation": relation, "fact": text, "confidence": confidence, **extra}
+
+
+def episode(entities: list[tuple[str, str]] | list[dict[str, Any]], facts: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    ents = [e if isinstance(e, dict) else {"name": e[0], "type": e[1]} for e in entities]
+    return {"session_id": "s-1", "entities": ents, "facts": facts, **extra}
+
+
+PAYMENTS = episode(
+    [("Payments service", "service"), ("Stripe", "vendor")],
+    [fact("Payments service", "Stripe", "charges cards through", "The payments service charges cards through Stripe.")],
+)
+
+
+async def call(client: Any, tool: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """(is_error, structured content) of one MCP tool call."""
+    result = await client.call_tool(tool, args)
+    assert result.structured_content is not None, result.content
+    return bool(result.is_error), dict(result.structured_content)
+
+
+async def counts(database_url: str) -> dict[str, int]:
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        found = {}
+        for table in TABLES:
+            found[table] = (await (await conn.execute(f"SELECT count(*) FROM {table}")).fetchone())[0]  # type: ignore[index]
+        return found
+
+
+async def sql(database_url: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        cur = await conn.execute(query, params)
+        return await cur.fetchall() if cur.description else []
+
+
+class Bus:
+    """Direct bus requests to the writes service as one agent (what the edge sends)."""
+
+    def __init__(self, client: BusClient, org: str) -> None:
+        self.client = client
+        self.org = org
+
+    async def write(self, args: dict[str, Any], agent: str = "fuzzer", **caller: Any) -> dict[str, Any]:
+        return await self.verb("write_episode", args, agent, **caller)
+
+    async def verb(self, verb: str, args: dict[str, Any], agent: str = "fuzzer", **caller: Any) -> dict[str, Any]:
+        who = Caller(org=self.org, agent_id=agent, read_scopes=caller.get("read", ["shared", "solo"]),
+                     write_scopes=caller.get("write", ["shared", "solo"]), tool="pytest")
+        return await self.client.call(caller=who, service="writes", verb=verb, args=args, timeout=30)
+
+
+@pytest.fixture
+async def bus(stack: EchoStack) -> AsyncIterator[Bus]:
+    broker = make_broker(stack.nats_url)
+    await broker.start()
+    try:
+        yield Bus(BusClient(broker), stack.org)
+    finally:
+        await broker.stop()

@@ -1,0 +1,109 @@
+"""Supersession chains read back through history, and retries that store nothing twice."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from libs.testing import EchoStack
+from tests.writes.conftest import PAYMENTS, Bus, call, counts, episode, fact, sql
+
+VERSIONS = [
+    ("The payments service charges cards through Stripe.", "extracted", None),
+    ("The payments service charges cards through Stripe, with Adyen as a fallback.", "extracted", None),
+    ("The payments service charges cards through Stripe only for EU customers.", "inferred", "contradicts"),
+]
+
+
+def _version(text: str, confidence: str, hint: str | None) -> dict:
+    extra = {"causal_hint": hint} if hint else {}
+    return episode([("Payments service", "service"), ("Stripe", "vendor")],
+                   [fact("Payments service", "Stripe", "charges cards through", text, confidence, **extra)])
+
+
+async def test_three_versions_form_one_chain_readable_as_of_each_time(stack: EchoStack) -> None:
+    seen_at: list[int] = []
+    ids: list[str] = []
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        for text, confidence, hint in VERSIONS:
+            _, result = await call(client, "write_episode", _version(text, confidence, hint))
+            assert result["stored"] is True, result
+            [edge] = result["edges_created"]
+            assert edge["supersedes"] == (ids[-1] if ids else None)
+            ids.append(edge["fact_id"])
+            await asyncio.sleep(1.1)  # as_of has one-second resolution
+            seen_at.append(int(time.time()))
+        history = []
+        for moment in seen_at:
+            _, read = await call(client, "query_memory", {"about": ["Payments service", "Stripe"], "as_of": moment})
+            history.append([(r["id"], r["text"]) for r in read["results"]])
+    assert history == [[(fact_id, text)] for fact_id, (text, _, _) in zip(ids, VERSIONS, strict=True)]
+
+    rows = await sql(stack.database_url, "SELECT id::text, supersedes::text, t_valid, t_invalid FROM facts ORDER BY t_valid")
+    assert [r[0] for r in rows] == ids
+    assert [r[1] for r in rows] == [None, ids[0], ids[1]]
+    assert rows[0][3] == rows[1][2] and rows[1][3] == rows[2][2] and rows[2][3] is None  # no gap, no overlap
+    audits = await sql(stack.database_url, "SELECT before->>'fact_id', after->>'fact_id', before->>'text', after->>'text' "
+                                           "FROM audit_log WHERE kind = 'fact_superseded' ORDER BY id")
+    assert audits == [(ids[0], ids[1], VERSIONS[0][0], VERSIONS[1][0]), (ids[1], ids[2], VERSIONS[1][0], VERSIONS[2][0])]
+    events = await sql(stack.database_url, "SELECT kind, payload->>'supersedes' FROM outbox ORDER BY id")
+    assert events == [("fact.created", None), ("fact.superseded", ids[0]), ("fact.superseded", ids[1])]
+
+
+async def test_a_changed_confidence_or_hint_is_a_new_version_but_the_same_claim_is_not(stack: EchoStack) -> None:
+    text = VERSIONS[0][0]
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        outcomes = []
+        for confidence, hint in [("extracted", None), ("extracted", None), ("inferred", None), ("inferred", "led_to"),
+                                 ("inferred", "led_to")]:
+            _, result = await call(client, "write_episode", _version(text, confidence, hint))
+            outcomes.append(result["not_stored"] or "stored")
+    assert outcomes == ["stored", "unchanged", "stored", "stored", "unchanged"]
+    assert (await sql(stack.database_url, "SELECT count(*) FROM facts WHERE t_invalid IS NULL"))[0][0] == 1
+
+
+async def test_an_idempotency_key_returns_the_first_response_and_stores_nothing_again(stack: EchoStack) -> None:
+    keyed = {**PAYMENTS, "idempotency_key": "turn-42"}
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        _, first = await call(client, "write_episode", keyed)
+        after_first = await counts(stack.database_url)
+        _, again = await call(client, "write_episode", keyed)
+        is_error, misuse = await call(client, "write_episode", {**keyed, "session_id": "another"})
+    assert first["stored"] is True
+    assert again == first  # the first response, not "unchanged"
+    assert await counts(stack.database_url) == after_first
+    assert after_first["idempotency"] == 1
+    assert is_error and misuse["error"]["code"] == "invalid_argument"
+    assert "was first used with different arguments" in misuse["error"]["message"]
+
+
+async def test_keys_belong_to_the_agent(stack: EchoStack) -> None:
+    keyed = {**PAYMENTS, "idempotency_key": "k-1"}
+    async with stack.client(stack.issue_token("claude-code")) as one, stack.client(stack.issue_token("cursor")) as two:
+        _, first = await call(one, "write_episode", keyed)
+        _, second = await call(two, "write_episode", {**keyed, "session_id": "other"})
+    assert first["stored"] is True
+    assert second["not_stored"] == "unchanged"  # evaluated on its own: a restatement, not cursor's replay
+
+
+async def test_a_deferral_is_not_remembered_so_the_follow_up_may_reuse_the_key(stack: EchoStack) -> None:
+    async with stack.client(stack.issue_token("cursor")) as client:
+        _, base = await call(client, "write_episode", episode(
+            [("PostgreSQL", "database"), ("Billing app", "service")],
+            [fact("Billing app", "PostgreSQL", "stores invoices in", "The billing app stores invoices in PostgreSQL.")]))
+        variant = {**episode([("Postgres", "database"), ("Search", "service")],
+                             [fact("Search", "Postgres", "indexes", "Search indexes Postgres.")]), "idempotency_key": "t-7"}
+        _, deferred = await call(client, "write_episode", variant)
+        choice = deferred["deferred"][0]["candidates"][0]["entity_id"]
+        _, resolved = await call(client, "write_episode", {
+            **variant, "entity_resolutions": [{"mention": "Postgres", "entity_id": choice}]})
+    assert deferred["not_stored"] == "deferred"
+    assert resolved["stored"] is True
+
+
+async def test_parallel_retries_of_one_key_store_once_and_answer_alike(stack: EchoStack, bus: Bus) -> None:
+    keyed = {**PAYMENTS, "idempotency_key": "burst"}
+    results = await asyncio.gather(*(bus.write(keyed) for _ in range(8)))
+    assert all(r == results[0] for r in results), results
+    assert results[0]["stored"] is True
+    assert (await counts(stack.database_url))["facts"] == 1
