@@ -1,0 +1,37 @@
+"""Wiring MCP clients (Claude Code, Cursor, Codex, Claude Desktop, VS Code) to Echo Memory.
+
+`clients` says what each client needs and where; `files` edits config files safely (diff, backup,
+atomic write, refuse invalid files); `remote` keeps this machine's choice of edge. The CLI
+commands `install`, `uninstall`, `adopt` and `connect` (libs/cli/client_commands.py) use them.
+"""
+
+from libs.clients.clients import (
+    CLIENTS,
+    Client,
+    Connection,
+    detect_clients,
+    echo_memory_command,
+    existing_token,
+    plan_install,
+    plan_uninstall,
+)
+from libs.clients.files import ConfigError, FileChange, apply_changes
+from libs.clients.remote import RemoteEdge, load_remote, save_remote, validate_remote
+
+__all__ = [
+    "CLIENTS",
+    "Client",
+    "ConfigError",
+    "Connection",
+    "FileChange",
+    "RemoteEdge",
+    "apply_changes",
+    "detect_clients",
+    "echo_memory_command",
+    "existing_token",
+    "load_remote",
+    "plan_install",
+    "plan_uninstall",
+    "save_remote",
+    "validate_remote",
+]

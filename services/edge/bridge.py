@@ -1,0 +1,70 @@
+"""`echo-memory bridge`: a stdio MCP server that forwards every tool call to a remote edge over HTTP.
+
+For clients that only launch commands (Claude Desktop ignores remote servers in its config file),
+so a machine connected to a remote edge with `echo-memory connect` can still wire them. The remote
+edge does all checking; the bridge forwards arguments and results unchanged.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import httpx2
+import mcp_types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver import Context, MCPServer
+
+from services.edge.app import SERVER_NAME
+from services.edge.instructions import SERVER_INSTRUCTIONS
+from services.edge.tools import TOOLS, ToolSpec, _RawArguments
+
+
+def _forward(spec: ToolSpec, remote: Client):  # type: ignore[no-untyped-def]
+    async def tool(ctx: Context, **arguments: Any) -> mcp_types.CallToolResult:
+        result = await remote.call_tool(spec.name, arguments)
+        assert isinstance(result, mcp_types.CallToolResult)
+        return result
+
+    tool.__name__ = spec.name
+    tool.__doc__ = spec.description
+    return tool
+
+
+def build_bridge(remote: Client) -> MCPServer:
+    """The stdio server whose seven tools call `remote` (an initialized MCP client session)."""
+    server = MCPServer(SERVER_NAME, instructions=remote.instructions or SERVER_INSTRUCTIONS, log_level="WARNING")
+    for spec in TOOLS:
+        server.add_tool(
+            _forward(spec, remote),
+            name=spec.name,
+            description=spec.description,
+            annotations=mcp_types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),
+        )
+        registered = server._tool_manager.get_tool(spec.name)  # same schema patching as tools.register_tools
+        assert registered is not None
+        registered.fn_metadata.arg_model = _RawArguments
+        registered.fn_metadata.output_schema = spec.output_model.model_json_schema()
+        registered.parameters = spec.input_model.model_json_schema()
+    return server
+
+
+async def serve_bridge(url: str, token: str) -> int:
+    """Serve stdio until stdin closes; 2 with a message on stderr when the remote edge refuses us."""
+    try:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as remote:
+                await build_bridge(remote).run_stdio_async()
+    except* httpx2.HTTPStatusError as group:
+        status = group.exceptions[0].response.status_code  # type: ignore[attr-defined]
+        reason = "the token was refused (unknown, revoked, or for another org)" if status == 401 else f"HTTP {status}"
+        print(f"echo-memory bridge: {url}: {reason}", file=sys.stderr)
+        return 2
+    except* httpx2.HTTPError as group:
+        print(f"echo-memory bridge: cannot reach {url} ({type(group.exceptions[0]).__name__})", file=sys.stderr)
+        return 2
+    return 0
+
+
+__all__ = ["build_bridge", "serve_bridge"]
