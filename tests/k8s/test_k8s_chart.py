@@ -292,7 +292,9 @@ def test_dashboard_has_the_promised_panels(render: Render) -> None:
     recall = panels["Recall cost: tokens returned vs a full dump"]
     exprs = " ".join(t["expr"] for t in recall["targets"])
     assert "echo_recall_tokens_returned_total" in exprs and "echo_recall_tokens_full_dump_total" in exprs
-    assert "by (le, tool)" in panels["Latency per tool (p95)"]["targets"][0]["expr"]
+    # latency and outcomes come from the counters the edge serves at /metrics
+    assert "echo_edge_tool_seconds_total" in panels["Latency per tool (mean)"]["targets"][0]["expr"]
+    assert "by (tool, outcome)" in panels["Tool calls by outcome"]["targets"][0]["expr"]
     assert "by (outcome, reason)" in panels["Writes: stored vs not stored, by reason"]["targets"][0]["expr"]
     traces = panels["Slowest recalls (traces)"]
     assert traces["datasource"]["type"] == "tempo" and traces["targets"][0]["queryType"] == "traceql"
