@@ -294,6 +294,8 @@ class DocumentRecord(_Record):
     content: str
     size: int
     registered_at: datetime
+    current_since: datetime | None = None
+    superseded_at: datetime | None = None
 
 
 class IngestionRecord(_Record):
@@ -374,3 +376,132 @@ class ImportResult(BaseModel):
     scopes: list[str]
     ids_kept: bool = Field(description="true when every memory id was kept as in the file")
     id_map: dict[str, str] = Field(default_factory=dict)
+
+
+# ---- reading an export file (shared by the CLI, which checks before sending, and the service) ----
+
+
+class ExportFileError(ValueError):
+    """The file is not a complete, well-formed export of a supported version; names the line."""
+
+
+class ParsedExport(BaseModel):
+    header: ExportHeader
+    records: list[ExportRecord]
+    counts: dict[str, int]
+
+
+# Which earlier records each field must point at: (record type, field) -> sections it may name.
+_REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("entity", "scope_id"): ("scope",),
+    ("alias", "scope_id"): ("scope",),
+    ("alias", "entity_id"): ("entity",),
+    ("episode", "scope_id"): ("scope",),
+    ("fact", "scope_id"): ("scope",),
+    ("fact", "episode_id"): ("episode",),
+    ("fact", "source_entity"): ("entity",),
+    ("fact", "target_entity"): ("entity",),
+    ("fact", "supersedes"): ("fact",),
+    ("read_result", "read_id"): ("read",),
+    ("read_result", "item_id"): ("fact", "episode"),
+    ("recall_save", "fact_id"): ("fact",),
+    ("recall_save", "read_id"): ("read",),
+    ("document_ingestion", "document_id"): ("document",),
+    ("audit", "scope_id"): ("scope",),
+    ("audit", "fact_id"): ("fact",),
+    ("audit", "entity_id"): ("entity",),
+}
+
+
+def parse_export(lines: list[Any]) -> ParsedExport:
+    """Check a whole export (each line already JSON-decoded) before anything is written.
+
+    Raises:
+        ExportFileError: foreign or unsupported file, a malformed line, sections out of order,
+            a reference to a record that is not earlier in the file, duplicate ids, or counts that
+            do not match (a truncated file).
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    if not lines:
+        raise ExportFileError("the file is empty")
+    first = lines[0]
+    if not isinstance(first, dict) or first.get("format") != EXPORT_FORMAT:
+        raise ExportFileError(f"line 1 does not start an Echo Memory export (format must be '{EXPORT_FORMAT}')")
+    if first.get("version") != EXPORT_VERSION:
+        raise ExportFileError(
+            f"export format version {first.get('version')!r} is not supported (this code reads version {EXPORT_VERSION})"
+        )
+    try:
+        header = ExportHeader.model_validate(first)
+    except ValidationError as exc:
+        raise ExportFileError(f"line 1: bad header: {_problems(exc)}") from None
+    if len(lines) < 2 or not isinstance(lines[-1], dict) or lines[-1].get("type") != "end":
+        raise ExportFileError("the file has no end line: it is truncated or not a complete export")
+    try:
+        trailer = ExportTrailer.model_validate(lines[-1])
+    except ValidationError as exc:
+        raise ExportFileError(f"line {len(lines)}: bad end line: {_problems(exc)}") from None
+    adapter: TypeAdapter[Any] = TypeAdapter(ExportRecord)
+    records: list[Any] = []
+    counts = dict.fromkeys(SECTIONS, 0)
+    seen: dict[str, set[str]] = {name: set() for name in SECTIONS}
+    position = 0
+    for number, raw in enumerate(lines[1:-1], start=2):
+        try:
+            record = adapter.validate_python(raw)
+        except ValidationError as exc:
+            raise ExportFileError(f"line {number}: {_problems(exc)}") from None
+        index = SECTIONS.index(record.type)
+        if index < position:
+            raise ExportFileError(f"line {number}: a {record.type} record after the {SECTIONS[position]} section")
+        position = index
+        for (kind, name), targets in _REFERENCES.items():
+            value = getattr(record, name) if kind == record.type else None
+            if value is not None and not any(str(value) in seen[t] for t in targets):
+                raise ExportFileError(f"line {number}: {record.type}.{name} {value} names no earlier {'/'.join(targets)}")
+        embedding = getattr(record, "embedding", None)
+        if embedding is not None and not _is_vector(embedding):
+            raise ExportFileError(f"line {number}: embedding is not base64 of {EMBEDDING_DIM} float32 values")
+        key = _record_key(record)
+        if key in seen[record.type]:
+            raise ExportFileError(f"line {number}: duplicate {record.type} {key}")
+        seen[record.type].add(key)
+        counts[record.type] += 1
+        records.append(record)
+    for name, expected in ((n, trailer.counts.get(n, 0)) for n in SECTIONS):
+        if counts[name] != expected or counts[name] != header.counts.get(name, 0):
+            raise ExportFileError(
+                f"the file holds {counts[name]} {name} record(s) but its header says "
+                f"{header.counts.get(name, 0)} and its end line {expected}: it is incomplete or edited"
+            )
+    return ParsedExport(header=header, records=records, counts=counts)
+
+
+EMBEDDING_DIM = 384
+
+
+def _is_vector(value: str) -> bool:
+    import base64
+    import binascii
+
+    try:
+        return len(base64.b64decode(value, validate=True)) == EMBEDDING_DIM * 4
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _record_key(record: Any) -> str:
+    if record.type == "alias":
+        return f"{record.entity_id}/{record.alias}"
+    if record.type == "read_result":
+        return f"{record.read_id}/{record.item_id}"
+    if record.type == "document_ingestion":
+        return f"{record.document_id}/{record.agent_id}"
+    return str(record.id)
+
+
+def _problems(exc: Any) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}" for err in exc.errors()[:3]
+    )
