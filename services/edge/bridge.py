@@ -52,6 +52,7 @@ def build_bridge(remote: Client) -> MCPServer:
 
 async def serve_bridge(url: str, token: str) -> int:
     """Serve stdio until stdin closes; 2 with a message on stderr when the remote edge refuses us."""
+    problem: str | None = None
     try:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
             async with Client(streamable_http_client(url, http_client=http)) as remote:
@@ -59,10 +60,11 @@ async def serve_bridge(url: str, token: str) -> int:
     except* httpx2.HTTPStatusError as group:
         status = group.exceptions[0].response.status_code  # type: ignore[attr-defined]
         reason = "the token was refused (unknown, revoked, or for another org)" if status == 401 else f"HTTP {status}"
-        print(f"echo-memory bridge: {url}: {reason}", file=sys.stderr)
-        return 2
+        problem = f"{url}: {reason}"
     except* httpx2.HTTPError as group:
-        print(f"echo-memory bridge: cannot reach {url} ({type(group.exceptions[0]).__name__})", file=sys.stderr)
+        problem = f"cannot reach {url} ({type(group.exceptions[0]).__name__})"
+    if problem is not None:
+        print(f"echo-memory bridge: {problem}", file=sys.stderr)
         return 2
     return 0
 
