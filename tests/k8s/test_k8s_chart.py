@@ -71,7 +71,8 @@ MATRIX: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "defaults": ({}, ()),
     "external-nats-url": ({"nats": {"enabled": False}, "externalNats": {"url": "nats://tok@nats.infra:4222"}}, ()),
     "external-nats-secret": ({"nats": {"enabled": False}, "externalNats": {"urlSecret": {"name": "nats-url"}}}, ()),
-    "ingress-tls": ({"edge": {"ingress": {"enabled": True, "className": "nginx",
+    "ingress-tls": ({"edge": {"allowedOrigins": ["https://mem.example.org"],
+                              "ingress": {"enabled": True, "className": "nginx",
                                           "hosts": [{"host": "mem.example.org",
                                                      "paths": [{"path": "/", "pathType": "Prefix"}]}],
                                           "tls": [{"hosts": ["mem.example.org"], "secretName": "mem-tls"}]}}}, ()),
@@ -141,6 +142,8 @@ def test_defaults(render: Render) -> None:
     edge = deployments["rel-echo-memory-edge"]
     env = container_env(edge)
     assert env["ECHO_MEMORY_EDGE_HOST"] == "0.0.0.0" and env["ECHO_MEMORY_EDGE_PORT"] == "8765"
+    assert env["ECHO_MEMORY_EDGE_ORGS"] == '["*"]'  # orgs the operator registers later are accepted
+    assert "ECHO_MEMORY_EDGE_ALLOWED_HOSTS" not in env  # Host check off behind a Service by default
     container = edge["spec"]["template"]["spec"]["containers"][0]
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
@@ -171,7 +174,10 @@ def test_external_nats_without_a_url_is_refused(helm_bin: pathlib.Path, chart_di
 
 
 def test_ingress_with_tls(render: Render) -> None:
-    ingress = by_kind(render(MATRIX["ingress-tls"][0]), "Ingress")["rel-echo-memory-edge"]
+    docs = render(MATRIX["ingress-tls"][0])
+    env = container_env(by_kind(docs, "Deployment")["rel-echo-memory-edge"])
+    assert env["ECHO_MEMORY_EDGE_ALLOWED_ORIGINS"] == '["https://mem.example.org"]'
+    ingress = by_kind(docs, "Ingress")["rel-echo-memory-edge"]
     assert ingress["spec"]["ingressClassName"] == "nginx"
     assert ingress["spec"]["tls"] == [{"hosts": ["mem.example.org"], "secretName": "mem-tls"}]
     backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
@@ -273,6 +279,7 @@ def test_operator_off(render: Render) -> None:
     ({"services": {"edge": {"replicas": -1}}}, "/services/edge/replicas"),
     ({"edge": {"service": {"type": "Balloon"}}}, "/edge/service/type"),
     ({"org": "Not An Org"}, "/org"),
+    ({"edge": {"orgs": []}}, "/edge/orgs"),
     ({"metrics": {"serviceMonitor": {"interval": "often"}}}, "/metrics/serviceMonitor/interval"),
     ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),
 ])

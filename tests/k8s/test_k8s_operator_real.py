@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -63,9 +64,19 @@ def run_job(job: dict[str, Any], secrets: dict[str, dict[str, str]]) -> subproce
                           text=True, timeout=60, check=False)
 
 
+@pytest.fixture()
+async def edge_for_every_org(monkeypatch: pytest.MonkeyPatch, database_url: str, nats_url: str, org: str,
+                             embedder: Any) -> AsyncIterator[EchoStack]:
+    """The whole system with the edge configured as the chart configures it: tokens of every registered org."""
+    monkeypatch.setenv("ECHO_MEMORY_EDGE_ORGS", '["*"]')
+    async with EchoStack(database_url=database_url, nats_url=nats_url, org=org, embedder=embedder) as running:
+        yield running
+
+
 async def test_org_scope_and_agent_served_without_restarting_services(
-    api: ApiServer, operator_factory: Any, stack: EchoStack, empty_database_url: str, nats_url: str,
+    edge_for_every_org: EchoStack, empty_database_url: str, nats_url: str, operator_factory: Any, api: ApiServer,
 ) -> None:
+    stack = edge_for_every_org
     org = "k8s-" + uuid.uuid4().hex[:8]
     config = OperatorConfig(image="registry.example/echo-memory:test", resync_seconds=0.3,
                             liveness_endpoint=None)  # schema version: the code's own
@@ -125,5 +136,5 @@ async def test_org_scope_and_agent_served_without_restarting_services(
             assert resp.status == 200
         await eventually(lambda: api.live("echo-memory.io/v1alpha1/memoryagents", NS, "billing-bot") is None)
         # The token was live a moment ago (it just wrote); now the operator has revoked it, so there is
-        # nothing left to revoke.  (The edge caches verifications for 30 s, so it is checked in the database.)
+        # nothing left to revoke.  (The edge caches verifications briefly, so this is checked in the database.)
         assert admin.revoke_agent_tokens(empty_database_url, agent_id="billing-bot") == 0
