@@ -14,7 +14,10 @@ class QueryMemoryInput(StrictModel):
     scope: str | list[str] | None = Field(None, description="one or more readable scopes; default shared")
     top_k: int = Field(10, ge=1, le=100)
     as_of: int | None = Field(None, ge=0, description="Unix seconds: the store as it was then")
-    about: list[str] | None = Field(None, min_length=1, max_length=2, description="one or two entity names")
+    about: list[str] | None = Field(
+        None, min_length=1, max_length=2,
+        description="one or two entity names (exact name or alias, case-insensitive); two = edges between them",
+    )
     digest: bool = Field(False, description="newest active facts, no query")
     include_episodes: bool = Field(True, description="also search raw evidence (turns, documents)")
     max_tokens: int | None = Field(None, ge=1, le=100_000, description="stop adding results past this")
@@ -26,7 +29,9 @@ class MemoryItem(BaseModel):
     text: str
     score: float = Field(description="cosine(query, item), whatever channel found it")
     rank: int
-    matched: list[str] = Field(description="channels that found it: dense, lexical, graph, about, digest")
+    matched: list[str] = Field(
+        description="channels that found it: dense, lexical, graph, neighbour (an adjacent turn), about, digest"
+    )
     tokens: int
     provenance: Provenance
     source: str | None = None
@@ -39,4 +44,9 @@ class QueryMemoryResult(BaseModel):
     read_id: str | None
     total_tokens: int
     scopes: list[str]
-    note: str | None = Field(None, description="why the result is empty or cut, when it is")
+    note: str | None = Field(
+        None, description="why the result is empty or cut, and when the lexical channel fell back to ts_rank"
+    )
+    lexical: Literal["bm25", "ts_rank"] | None = Field(
+        None, description="how the lexical channel ranked: BM25 from statistics, or the ts_rank fallback"
+    )

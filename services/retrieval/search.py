@@ -1,10 +1,15 @@
-"""query_memory: scope and validity first, then ranking; every result scored by cosine to the query."""
+"""query_memory: scope and validity first, then channels, fusion, and the read log.
+
+Every returned item's `score` is the cosine between the query and the item, whatever channel
+found it; fusion only decides the order. Every read is logged in the same transaction.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
@@ -15,89 +20,169 @@ from libs.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
 from libs.embed import MiniLM
 from libs.store.scopes import Scope, resolve_read_scopes
 from libs.telemetry import db_span
+from services.retrieval import channels as ch
 from services.retrieval import queries as q
+from services.retrieval.fusion import channels_of, fuse
+from services.retrieval.settings import RetrievalSettings
+
+_DEFAULT_SETTINGS = RetrievalSettings()
 
 
 async def query_memory(
-    conn: psycopg.AsyncConnection, caller: Caller, args: QueryMemoryInput, embedder: MiniLM
+    conn: psycopg.AsyncConnection,
+    caller: Caller,
+    args: QueryMemoryInput,
+    embedder: MiniLM,
+    settings: RetrievalSettings | None = None,
 ) -> QueryMemoryResult:
-    """Ranked facts (and evidence) for the query; an empty result carries a `note` saying why."""
+    """Ranked facts (and evidence) for the query.
+
+    Returns an empty `results` list with a `note` saying why (unknown `about` name, unconnected
+    pair, nothing visible in the scope at `as_of`). Raises InvalidArgument for a missing query
+    or bad `about`; ScopeDenied/NotFound for scopes the token may not read or that do not exist.
+    """
+    settings = settings or _DEFAULT_SETTINGS
     query = (args.query or "").strip()
-    if not query and not args.digest and not args.about:
+    about = [name.strip() for name in (args.about or [])]
+    if any(not name for name in about):
+        raise InvalidArgument("about: entity names must not be empty")
+    if not query and not args.digest and not about:
         raise InvalidArgument("query is required unless digest is true or about names an entity")
     scopes = await resolve_read_scopes(conn, caller, args.scope)
     scope_ids = [s.id for s in scopes if s.id is not None]
     at = datetime.fromtimestamp(args.as_of, tz=UTC) if args.as_of is not None else datetime.now(tz=UTC)
     embedding = embedder.embed_one(query) if query else None
-    base = {"scope_ids": scope_ids, "at": at, "limit": args.top_k, "embedding": embedding}
+    params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": embedding, "query": query}
 
     note: str | None = None
-    rows: list[tuple[dict[str, Any], str, str]] = []  # (row, kind, channel)
-    async with conn.cursor(row_factory=dict_row) as cur:
-        if args.about:
-            found, note = await _about_rows(cur, base, args.about)
-            rows += [(r, "fact", "about") for r in found]
-        elif args.digest and embedding is None:
+    lexical_note: str | None = None
+    ranked: list[tuple[dict[str, Any], str, list[str]]] = []  # (row with score, kind, matched)
+    if about:
+        rows, note = await _about_rows(conn, {**params, "limit": args.top_k}, about)
+        ranked = [(r, "fact", ["about"]) for r in rows]
+    elif args.digest and embedding is None:
+        async with conn.cursor(row_factory=dict_row) as cur:
             with db_span("digest_facts", org=caller.org):
-                await cur.execute(q.DIGEST_FACTS, base)
-                rows += [(r, "fact", "digest") for r in await cur.fetchall()]
-        else:
-            with db_span("dense_facts", org=caller.org):
-                await cur.execute(q.DENSE_FACTS, base)
-                rows += [(r, "fact", "dense") for r in await cur.fetchall()]
-            if args.include_episodes:
-                with db_span("dense_episodes", org=caller.org):
-                    await cur.execute(q.DENSE_EPISODES, base)
-                    rows += [(r, "episode", "dense") for r in await cur.fetchall()]
+                await cur.execute(q.DIGEST_FACTS, {**params, "limit": args.top_k})
+                ranked = [(r, "fact", ["digest"]) for r in await cur.fetchall()]
+    elif scope_ids:
+        ranked, lexical_note = await _search(conn, caller, args, settings, params)
 
-    rows.sort(key=lambda item: -(item[0]["score"] if item[0]["score"] is not None else -2.0))
-    items, total, cut = _take(rows[: args.top_k], args.max_tokens)
+    lexical_used: str | None = None
+    if scope_ids and not about and embedding is not None and "lexical" in settings.channels:
+        lexical_used = "ts_rank" if lexical_note else "bm25"
+    items, total, cut = _take(ranked[: args.top_k], args.max_tokens)
     if not items and note is None:
         note = _empty_note(scopes, args)
     if cut:
         note = f"stopped at {total} tokens (max_tokens={args.max_tokens}); {cut} more results were left out"
+    if lexical_note:
+        note = f"{note}; {lexical_note}" if note else lexical_note
     read_id = await _log_read(conn, caller, args, scopes, items, total, at if args.as_of is not None else None)
     return QueryMemoryResult(
-        results=items, read_id=read_id, total_tokens=total, scopes=[s.name for s in scopes], note=note
+        results=items, read_id=read_id, total_tokens=total, scopes=[s.name for s in scopes], note=note,
+        lexical=lexical_used,
     )
 
 
+async def _search(
+    conn: psycopg.AsyncConnection,
+    caller: Caller,
+    args: QueryMemoryInput,
+    settings: RetrievalSettings,
+    params: dict[str, Any],
+) -> tuple[list[tuple[dict[str, Any], str, list[str]]], str | None]:
+    """Run every switched-on channel, fuse, and hydrate the top_k rows."""
+    on = set(settings.channels)
+    limit = max(settings.candidates, args.top_k)
+    channel_params = {**params, "limit": limit}
+    sizes = await ch.corpus_sizes(conn, params["scope_ids"])
+    kinds = ["fact", "episode"] if args.include_episodes else ["fact"]
+    pool: ch.Pool = {}
+    fallbacks: list[str] = []
+    for kind in kinds:
+        corpus = "facts" if kind == "fact" else "episodes"
+        docs = sizes.get(corpus, (0, None, 0))[0]
+        if "dense" in on:
+            await ch.dense(conn, pool, channel_params, kind, use_hnsw=docs > settings.hnsw_threshold, org=caller.org)
+        if "lexical" in on:
+            mode = ch.lexical_mode(sizes, corpus, len(params["scope_ids"]), settings.lexical_bm25)
+            if mode.reason:
+                fallbacks.append(f"{corpus}: {mode.reason}")
+            await ch.lexical(conn, pool, channel_params, kind, mode, org=caller.org)
+    if "graph" in on and sizes.get("facts", (0, None, 0))[0] > 0:
+        await ch.graph(conn, pool, channel_params, edge_cap=settings.graph_edge_cap, org=caller.org)
+    if "neighbour" in on and args.include_episodes:
+        await ch.neighbours(conn, pool, channel_params, org=caller.org)
+
+    fused = fuse(pool, settings.fusion, on)[: args.top_k]
+    rows = await _hydrate(conn, params["scope_ids"], fused)
+    ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
+    lexical_note = (
+        "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
+    )
+    return ranked, lexical_note
+
+
+async def _hydrate(
+    conn: psycopg.AsyncConnection, scope_ids: list[str], fused: list[tuple[ch.Candidate, float]]
+) -> dict[str, dict[str, Any]]:
+    """Full rows (text, provenance) of the few items that survived fusion, keyed by id."""
+    found: dict[str, dict[str, Any]] = {}
+    async with conn.cursor(row_factory=dict_row) as cur:
+        for kind, sql in (("fact", q.HYDRATE_FACTS), ("episode", q.HYDRATE_EPISODES)):
+            ids = [c.id for c, _ in fused if c.kind == kind]
+            if ids:
+                await cur.execute(sql, {"scope_ids": scope_ids, "ids": ids})
+                for row in await cur.fetchall():
+                    found[str(row["id"])] = row
+    for cand, _ in fused:
+        if cand.id in found:
+            found[cand.id]["score"] = cand.cos
+    return found
+
+
 async def _about_rows(
-    cur: psycopg.AsyncCursor[dict[str, Any]], base: dict[str, Any], names: list[str]
+    conn: psycopg.AsyncConnection, params: dict[str, Any], names: list[str]
 ) -> tuple[list[dict[str, Any]], str | None]:
+    """Edges touching one entity, or between two (either direction); empty with a note when not."""
     ids: list[list[Any]] = []
-    for name in names:
-        await cur.execute(q.ABOUT_ENTITIES, {**base, "name": name})
-        found = [r["id"] for r in await cur.fetchall()]
-        if not found:
-            return [], f"no entity is named '{name}' (exact name or alias, case-insensitive)"
-        ids.append(found)
-    first, second = ids[0], ids[1] if len(ids) > 1 else []
-    await cur.execute(q.ABOUT_FACTS, {**base, "first": first, "second": second})
-    rows = list(await cur.fetchall())
+    async with conn.cursor(row_factory=dict_row) as cur:
+        for name in names:
+            await cur.execute(q.ABOUT_ENTITIES, {**params, "name": name})
+            found = [r["id"] for r in await cur.fetchall()]
+            if not found:
+                return [], f"no entity is named '{name}' (exact name or alias, case-insensitive)"
+            ids.append(found)
+        first, second = ids[0], ids[1] if len(ids) > 1 else []
+        await cur.execute(q.ABOUT_FACTS, {**params, "first": first, "second": second})
+        rows = list(await cur.fetchall())
     if not rows and second:
         return [], f"'{names[0]}' and '{names[1]}' are not connected by any fact"
+    if not rows:
+        return [], f"'{names[0]}' has no facts in force at that time"
     return rows, None
 
 
 def _take(
-    rows: list[tuple[dict[str, Any], str, str]], max_tokens: int | None
+    rows: list[tuple[dict[str, Any], str, list[str]]], max_tokens: int | None
 ) -> tuple[list[MemoryItem], int, int]:
     items: list[MemoryItem] = []
     total = 0
-    for index, (row, kind, channel) in enumerate(rows):
+    for index, (row, kind, matched) in enumerate(rows):
         tokens = int(row["token_count"] or 0)
         if max_tokens is not None and total + tokens > max_tokens:
             return items, total, len(rows) - index
         total += tokens
+        score = row.get("score")
         items.append(
             MemoryItem(
                 kind=kind,  # type: ignore[arg-type]
                 id=str(row["id"]),
                 text=row["text"],
-                score=round(float(row["score"]), 6) if row["score"] is not None else 0.0,
+                score=round(float(score), 6) if score is not None and not np.isnan(score) else 0.0,
                 rank=len(items) + 1,
-                matched=[channel],
+                matched=matched,
                 tokens=tokens,
                 provenance=Provenance(
                     agent_id=row["agent_id"], tool=row["tool"], project=row["project"],
@@ -139,10 +224,11 @@ async def _log_read(
             )
         ).fetchone()
         read_id = str(row[0])  # type: ignore[index]
-        async with conn.cursor() as cur:
-            await cur.executemany(
-                q.INSERT_READ_RESULT, [(read_id, i.id, i.kind, i.rank, i.score) for i in items]
-            )
+        if items:
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    q.INSERT_READ_RESULT, [(read_id, i.id, i.kind, i.rank, i.score) for i in items]
+                )
     return read_id
 
 

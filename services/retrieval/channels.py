@@ -1,0 +1,213 @@
+"""The retrieval channels: each returns candidates (id, cosine, channel signal), never full rows.
+
+dense     pgvector, exact scan for small corpora and HNSW with iterative scan above a threshold
+lexical   BM25 from per-scope statistics, or ts_rank when they are missing, stale or switched off
+graph     personalized PageRank (networkx) around the entities the query names or the best
+          dense facts touch
+neighbour the turns adjacent (same session) to an episode candidate
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import psycopg
+
+from libs.telemetry import db_span
+from services.retrieval import queries as q
+
+# The statistics format this code computes BM25 with (see migration 0003).
+LEXICAL_FORMAT_VERSION = 1
+
+
+@dataclass
+class Candidate:
+    id: str
+    kind: str  # fact | episode
+    cos: float
+    lex: float = 0.0
+    graph: float = 0.0
+    channels: set[str] = field(default_factory=set)
+    neighbours: set[str] = field(default_factory=set)
+
+
+@dataclass
+class LexicalMode:
+    """How the lexical channel ranked a corpus, and why it fell back when it did."""
+
+    mode: str  # bm25 | ts_rank
+    reason: str | None = None
+
+
+Pool = dict[str, Candidate]
+
+
+def _add(pool: Pool, row: dict[str, Any] | tuple[Any, ...], kind: str, channel: str, **signal: float) -> None:
+    ident, cos = str(row[0]), float(row[1])
+    cand = pool.get(ident)
+    if cand is None:
+        cand = pool[ident] = Candidate(id=ident, kind=kind, cos=cos)
+    cand.channels.add(channel)
+    for name, value in signal.items():
+        setattr(cand, name, max(getattr(cand, name), value))
+
+
+async def corpus_sizes(conn: psycopg.AsyncConnection, scope_ids: list[str]) -> dict[str, tuple[int, int | None, int]]:
+    """corpus -> (documents, lowest format_version, scopes that have a stats row)."""
+    rows = await (await conn.execute(q.CORPUS_SIZES, {"scope_ids": scope_ids})).fetchall()
+    return {r[0]: (int(r[1]), r[2], int(r[3])) for r in rows}
+
+
+async def dense(
+    conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], kind: str, *, use_hnsw: bool, org: str
+) -> None:
+    """The `limit` nearest visible items of one corpus, exact or through HNSW."""
+    if kind == "fact":
+        sql = q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT
+    else:
+        sql = q.DENSE_EPISODES_HNSW if use_hnsw else q.DENSE_EPISODES_EXACT
+    with db_span(f"dense_{kind}s_{'hnsw' if use_hnsw else 'exact'}", org=org):
+        if use_hnsw:
+            for setting in q.HNSW_SETTINGS:
+                await conn.execute(setting)  # type: ignore[arg-type]  # constant
+        rows = await (await conn.execute(sql, params)).fetchall()
+    for row in rows:
+        _add(pool, row, kind, "dense")
+
+
+def lexical_mode(
+    sizes: dict[str, tuple[int, int | None, int]], corpus: str, scope_count: int, bm25_enabled: bool
+) -> LexicalMode:
+    """BM25 when every scope read has current statistics for the corpus; otherwise ts_rank, with why."""
+    if not bm25_enabled:
+        return LexicalMode("ts_rank", "BM25 is switched off (ECHO_MEMORY_LEXICAL_BM25=0)")
+    docs, version, with_stats = sizes.get(corpus, (0, None, 0))
+    if with_stats == 0:
+        return LexicalMode("bm25") if docs == 0 else LexicalMode("ts_rank", "no statistics")
+    if version != LEXICAL_FORMAT_VERSION:
+        return LexicalMode(
+            "ts_rank",
+            f"{corpus} statistics are format {version}, this code needs {LEXICAL_FORMAT_VERSION}: "
+            "run `echo-memory reindex`",
+        )
+    return LexicalMode("bm25")
+
+
+async def lexical(
+    conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], kind: str, mode: LexicalMode, *, org: str
+) -> None:
+    if kind == "fact":
+        sql = q.LEXICAL_FACTS_BM25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK
+    else:
+        sql = q.LEXICAL_EPISODES_BM25 if mode.mode == "bm25" else q.LEXICAL_EPISODES_TS_RANK
+    with db_span(f"lexical_{kind}s_{mode.mode}", org=org):
+        rows = await (await conn.execute(sql, params)).fetchall()
+    for ident, lex, cos in rows:
+        if lex and float(lex) > 0:
+            _add(pool, (ident, cos), kind, "lexical", lex=float(lex))
+
+
+_WORD = re.compile(r"[\w][\w.+#/-]*", re.UNICODE)
+
+
+def query_grams(query: str, longest: int = 3) -> list[str]:
+    """Every 1..`longest` word n-gram of the query, lower-cased (candidate entity names)."""
+    words = [w.strip(".") for w in _WORD.findall(query.lower())]
+    words = [w for w in words if w]
+    grams = {" ".join(words[i : i + n]) for n in range(1, longest + 1) for i in range(len(words) - n + 1)}
+    return sorted(grams)
+
+
+async def graph(
+    conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, edge_cap: int, org: str
+) -> list[str]:
+    """Personalized PageRank over the visible entity graph around the seeds; returns the seeds.
+
+    Seeds: entities the query names (weight 2) and the endpoints of the three best dense facts
+    (weight 1). A fact's graph signal is the PageRank of its two endpoints.
+    """
+    with db_span("graph_seeds", org=org):
+        named = [r[0] for r in await (await conn.execute(q.ENTITIES_NAMED, {**params, "grams": query_grams(params["query"])})).fetchall()]
+        best = sorted((c for c in pool.values() if c.kind == "fact" and "dense" in c.channels), key=lambda c: -c.cos)[:3]
+        touched: list[Any] = []
+        if best:
+            rows = await (await conn.execute(q.ENTITIES_OF_FACTS, {**params, "ids": [c.id for c in best]})).fetchall()
+            touched = [e for r in rows for e in r]
+    seeds: dict[Any, float] = {e: 1.0 for e in touched}
+    seeds.update({e: 2.0 for e in named})
+    if not seeds:
+        return []
+    with db_span("graph_neighbourhood", org=org):
+        edges = await (
+            await conn.execute(q.GRAPH_NEIGHBOURHOOD, {**params, "seeds": list(seeds), "edge_cap": edge_cap})
+        ).fetchall()
+    if not edges:
+        return [str(s) for s in seeds]
+    g = nx.Graph()
+    for _, source, target in edges:
+        weight = g.get_edge_data(source, target, {"weight": 0})["weight"] + 1
+        g.add_edge(source, target, weight=weight)
+    personalization = {node: seeds.get(node, 0.0) for node in g.nodes}
+    if not any(personalization.values()):
+        return [str(s) for s in seeds]
+    rank = personalized_pagerank(g, personalization)
+    scored = sorted(((rank[s] + rank[t], fid) for fid, s, t in edges), reverse=True)[: params["limit"]]
+    missing = [fid for _, fid in scored if str(fid) not in pool]
+    cosines: dict[str, float] = {}
+    if missing:
+        rows = await (await conn.execute(q.FACT_COSINES, {**params, "ids": missing})).fetchall()
+        cosines = {str(r[0]): float(r[1]) for r in rows}
+    for value, fid in scored:
+        ident = str(fid)
+        cos = pool[ident].cos if ident in pool else cosines.get(ident)
+        if cos is not None:
+            _add(pool, (ident, cos), "fact", "graph", graph=float(value))
+    return [str(s) for s in seeds]
+
+
+def personalized_pagerank(
+    g: nx.Graph, personalization: dict[Any, float], alpha: float = 0.85, iterations: int = 50, tol: float = 1e-8
+) -> dict[Any, float]:
+    """PageRank with restarts to the seeds, by power iteration over the networkx graph.
+
+    networkx's own `pagerank` needs scipy, which this project does not ship; the graphs here are
+    at most a few thousand edges, so plain iteration over the adjacency is fast enough.
+    """
+    total = sum(personalization.values())
+    restart = {n: v / total for n, v in personalization.items() if v > 0}
+    strength = {n: sum(d.get("weight", 1.0) for _, _, d in g.edges(n, data=True)) for n in g.nodes}
+    rank = dict(restart)
+    for _ in range(iterations):
+        nxt = {n: (1 - alpha) * restart.get(n, 0.0) for n in g.nodes}
+        dangling = 0.0
+        for node, value in rank.items():
+            if strength[node] == 0:
+                dangling += value
+                continue
+            for _, other, data in g.edges(node, data=True):
+                nxt[other] += alpha * value * data.get("weight", 1.0) / strength[node]
+        for n, v in restart.items():
+            nxt[n] += alpha * dangling * v
+        delta = sum(abs(nxt[n] - rank.get(n, 0.0)) for n in nxt)
+        rank = nxt
+        if delta < tol:
+            break
+    return rank
+
+
+async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
+    """Link every episode candidate with the turns next to it in its session (adding those turns)."""
+    hits = [c.id for c in pool.values() if c.kind == "episode"]
+    if not hits:
+        return
+    with db_span("episode_neighbours", org=org):
+        rows = await (await conn.execute(q.EPISODE_NEIGHBOURS, {**params, "ids": hits, "radius": 1})).fetchall()
+    for nb_id, hit_id, cos in rows:
+        ident, hit = str(nb_id), str(hit_id)
+        if ident not in pool:
+            pool[ident] = Candidate(id=ident, kind="episode", cos=float(cos))
+        pool[ident].neighbours.add(hit)
+        pool[hit].neighbours.add(ident)

@@ -1,0 +1,54 @@
+"""Fusion: one ranking from the channels' candidates. Pure, so the eval sweep can re-run it.
+
+Dense is the primary signal; BM25 is an additive boost normalised by the best lexical score of
+the query (weights per corpus, because exact words matter far more for chat turns than for
+one-line facts); PageRank adds a small graph boost to facts; a turn inherits a share of the best
+adjacent turn's score (the evidence for a question often sits in the reply after the match).
+Each corpus' fused value is divided by its largest possible boost, so facts and turns stay on
+the cosine's scale when both are ranked together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from services.retrieval.channels import Candidate, Pool
+from services.retrieval.settings import FusionWeights
+
+
+def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tuple[Candidate, float]]:
+    """Candidates best first with their fused value; ties broken by cosine, then id (stable)."""
+    on = set(channels)
+    max_lex = {kind: max((c.lex for c in pool.values() if c.kind == kind), default=0.0) for kind in ("fact", "episode")}
+    max_graph = max((c.graph for c in pool.values()), default=0.0)
+    lex_weight = {"fact": weights.fact_lexical, "episode": weights.episode_lexical}
+
+    base: dict[str, float] = {}
+    for cand in pool.values():
+        value = cand.cos if "dense" in on else 0.0
+        if "lexical" in on and max_lex[cand.kind] > 0:
+            value += lex_weight[cand.kind] * cand.lex / max_lex[cand.kind]
+        if "graph" in on and cand.kind == "fact" and max_graph > 0:
+            value += weights.graph * cand.graph / max_graph
+        base[cand.id] = value
+
+    fused: list[tuple[Candidate, float]] = []
+    for cand in pool.values():
+        value = base[cand.id]
+        if "neighbour" in on and cand.neighbours:
+            value += weights.neighbour * max(base[n] for n in cand.neighbours if n in base)
+        if cand.kind == "episode":
+            scale = 1 + lex_weight["episode"] + (weights.neighbour if "neighbour" in on else 0)
+        else:
+            scale = 1 + lex_weight["fact"] + (weights.graph if "graph" in on else 0)
+        fused.append((cand, value / scale))
+    fused.sort(key=lambda item: (-item[1], -item[0].cos, item[0].id))
+    return fused
+
+
+def channels_of(cand: Candidate, on: Iterable[str]) -> list[str]:
+    """The channels that found a candidate, in a fixed order; `neighbour` when only adjacency did."""
+    found = set(cand.channels)
+    if not found and cand.neighbours and "neighbour" in set(on):
+        found.add("neighbour")
+    return [name for name in ("dense", "lexical", "graph", "neighbour") if name in found]

@@ -1,0 +1,39 @@
+"""Process settings of the retrieval service, and the fusion weights tuned on the dev sets.
+
+The weights were tuned with `echo-memory eval --sweep` on agent-facts (facts) and with
+`echo-memory eval-external locomo` (imported chat turns); docs/BENCHMARKS.md has the sweep.
+Equal-weight RRF is deliberately not used: it loses to dense alone on paraphrased queries.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class FusionWeights(BaseModel):
+    """fused = cos + lexical·bm25/max_bm25 (+ graph·ppr/max_ppr for facts)
+    (+ neighbour·best fused score of the adjacent turns, for episodes). Ranking only; the
+    `score` callers see is always the cosine."""
+
+    fact_lexical: float = Field(0.1, description="weight of max-normalised BM25 for facts")
+    episode_lexical: float = Field(0.8, description="weight of max-normalised BM25 for episodes")
+    graph: float = Field(0.05, description="weight of max-normalised personalized PageRank for facts")
+    neighbour: float = Field(0.4, description="share of an adjacent turn's fused score added to a turn")
+
+
+class RetrievalSettings(BaseSettings):
+    """Read once when the service starts (ECHO_MEMORY_ prefix)."""
+
+    model_config = SettingsConfigDict(env_prefix="ECHO_MEMORY_", env_nested_delimiter="__", extra="ignore")
+
+    lexical_bm25: bool = Field(True, description="0 forces the ts_rank fallback for the lexical channel")
+    hnsw_threshold: int = Field(
+        20_000, description="rows of a corpus in the scopes read above which dense search uses HNSW"
+    )
+    candidates: int = Field(50, description="candidates each channel contributes before fusion")
+    graph_edge_cap: int = Field(2_000, description="edges loaded around the seeds for PageRank")
+    channels: tuple[str, ...] = Field(
+        ("dense", "lexical", "graph", "neighbour"), description="channels switched on (ablation)"
+    )
+    fusion: FusionWeights = Field(default_factory=FusionWeights)
