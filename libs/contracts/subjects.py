@@ -28,11 +28,12 @@ SERVICES: dict[str, tuple[str, ...]] = {
         "token_revoke",
         "scope_create",
         "status",
+        "import_episodes",
     ),
     "retrieval": ("query_memory",),
     "causal": ("trace_cause",),
     "audit": ("get_audit_log", "why", "export", "import_stage", "import"),
-    "reindex": ("reindex",),
+    "reindex": ("reindex", "lexical_status"),
     "consolidation": ("consolidate",),
 }
 

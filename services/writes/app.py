@@ -95,6 +95,14 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
     async def on_status(request: Request, org: str = Path()) -> Reply:
         return await ctx.handle(org, request, admin_contracts.NoArgs, admin.status)
 
+    @sub("import_episodes")  # issue 4: batched import of raw turns/documents (services/writes/batch_import.py)
+    async def on_import_episodes(request: Request, org: str = Path()) -> Reply:
+        from libs.contracts.imports import ImportEpisodesInput
+        from services.writes.batch_import import import_episodes
+
+        assert ctx.embedder is not None
+        return await ctx.handle(org, request, ImportEpisodesInput, lambda c, k, a: import_episodes(c, k, a, ctx.embedder))
+
     return router
 
 
