@@ -94,21 +94,21 @@ async def test_adopt_gives_every_found_client_its_own_agent_and_token(
     assert not written.is_error, written.content
     assert recalled.structured_content["results"][0]["provenance"]["agent_id"] == "cursor"
 
-    snapshot = {p: p.read_text() for p in machine.rglob("*") if p.is_file()}
+    snapshot = {p: p.read_bytes() for p in machine.rglob("*") if p.is_file()}
     code, out, _ = await _cli(capsys, "adopt", "--yes")
     assert code == 0 and "nothing to change" in out and out.count("keeps its token") == 3
-    assert {p: p.read_text() for p in machine.rglob("*") if p.is_file()} == snapshot
+    assert {p: p.read_bytes() for p in machine.rglob("*") if p.is_file()} == snapshot
     assert len(await _tokens(stack)) == 3
 
 
 async def test_a_declined_adopt_writes_nothing_and_revokes_the_tokens_it_issued(
     machine: Path, stack: EchoStack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = {p: p.read_text() for p in machine.rglob("*") if p.is_file()}
+    before = {p: p.read_bytes() for p in machine.rglob("*") if p.is_file()}
     monkeypatch.setattr(sys, "stdin", io.StringIO("no\n"))
     code, out, _ = await _cli(capsys, "adopt")
     assert code == 1 and "nothing was written" in out
-    assert {p: p.read_text() for p in machine.rglob("*") if p.is_file()} == before
+    assert {p: p.read_bytes() for p in machine.rglob("*") if p.is_file()} == before
     assert await _tokens(stack) == []
 
 
