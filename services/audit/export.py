@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from pgvector import Vector
 from psycopg.rows import dict_row
 from pydantic import TypeAdapter
 
@@ -96,6 +97,8 @@ def _plain(value: Any) -> Any:
     """Database values as JSON-ready values: ids as strings, vectors as base64 float32."""
     if isinstance(value, uuid.UUID):
         return str(value)
+    if isinstance(value, Vector):
+        value = value.to_numpy()
     if isinstance(value, np.ndarray):
         return base64.b64encode(value.astype("<f4").tobytes()).decode()
     if isinstance(value, datetime):

@@ -13,11 +13,11 @@ class Writer:
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    async def write(self, entities: list[tuple[str, str]], facts: list[dict[str, Any]], *,
+    async def write(self, entities: list[Any], facts: list[dict[str, Any]], *,
                     session: str = "s-1", **extra: Any) -> dict[str, Any]:
         result = await self.client.call_tool("write_episode", {
             "session_id": session, "project": "ops",
-            "entities": [{"name": n, "type": t} for n, t in entities], "facts": facts, **extra,
+            "entities": [e if isinstance(e, dict) else {"name": e[0], "type": e[1]} for e in entities], "facts": facts, **extra,
         })
         assert not result.is_error, result.content
         return result.structured_content

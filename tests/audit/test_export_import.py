@@ -1,0 +1,249 @@
+"""export → import → export over the real bus and CLI: identical content, ids kept or mapped, bad files refused."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from audit_helpers import Writer, fact
+
+from libs.cli.audit_commands import admin_session, export_to, import_lines, read_export_file
+from libs.config import Settings
+from libs.contracts.audit import ExportFileError
+from libs.contracts.errors import EchoError
+from libs.testing import EchoStack
+
+ROOT = Path(__file__).parents[2]
+MEMORY_TABLES = ("entities", "entity_aliases", "facts", "episodes", "audit_log", "reads", "read_results",
+                 "recall_saves", "documents")
+
+
+async def build_history(stack: EchoStack) -> None:
+    """A store with supersession, causal hints, aliases, confirmed resolution, reads, a save, a solo
+    scope, a named scope and a document — everything through the real tools."""
+    await stack.admin_call("writes", "scope_create", {"name": "team-a"})
+    token = stack.issue_token("claude-code", read=["shared", "solo", "team-a"], write=["shared", "solo", "team-a"])
+    async with stack.client(token) as c, stack.client(stack.issue_token("cursor")) as d:
+        a, b = Writer(c), Writer(d)
+        entities = [("Billing API", "service"), ("Postgres", "database")]
+        first = await a.write([("Billing API", "service"), {"name": "Postgres", "type": "database", "aliases": ["PG"]}],
+                              [fact("Billing API", "Postgres", "stores data in", "The billing API stores data in Postgres.")])
+        assert first["stored"], first
+        await b.write(entities, [fact("Billing API", "Postgres", "stores data in",
+                                      "The billing API stores invoices in Postgres 16.")], session="s-2")
+        await b.write([("Release 7", "release"), ("Billing API", "service")],
+                      [fact("Release 7", "Billing API", "broke", "Release 7 led to billing API errors.", "led_to")])
+        await a.write([("Ops notebook", "doc"), ("Hunch", "idea")],
+                      [fact("Ops notebook", "Hunch", "records", "The ops notebook records a hunch.")], scope="solo")
+        await a.write([("Team board", "doc"), ("Sprint goal", "goal")],
+                      [fact("Team board", "Sprint goal", "shows", "The team board shows the sprint goal.")], scope="team-a")
+        read = await a.query("what database does billing use?")
+        await a.save(read["results"][0]["id"], read["read_id"], "answered the on-call question")
+        await b.query("what broke billing?")
+    await stack.admin_call("writes", "register_documents", {
+        "project": "ops", "documents": [{"path": "README.md", "content": "# Ops\nAll about operations."}]})
+
+
+async def export_text(settings: Settings, scope: str | None = None) -> str:
+    out = io.StringIO()
+    async with admin_session(settings) as call:
+        await export_to(call, out, scope=scope, progress=None, timeout=30)
+    return out.getvalue()
+
+
+def body(text: str) -> list[str]:
+    """Every line but the header (which names the org and the export time)."""
+    return text.splitlines()[1:]
+
+
+def apply_map(lines: list[str], id_map: dict[str, str]) -> list[str]:
+    """The lines as they should read after an import that reported `id_map`."""
+    out = []
+    for line in lines:
+        for old, new in id_map.items():
+            if not old.startswith("audit:"):
+                line = line.replace(old, new)
+        record = json.loads(line)
+        if record.get("type") == "audit" and f"audit:{record['id']}" in id_map:
+            record["id"] = int(id_map[f"audit:{record['id']}"].removeprefix("audit:"))
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        out.append(line)
+    return out
+
+
+async def cli(*args: str, org: str, nats_url: str) -> tuple[int, str, str]:
+    env = {**os.environ, "ECHO_MEMORY_NATS_URL": nats_url, "ECHO_MEMORY_ORG": org}
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "libs.cli", *args, env=env, cwd=ROOT,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+def row_counts(database_url: str) -> dict[str, int]:
+    with psycopg.connect(database_url) as conn:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in MEMORY_TABLES}  # type: ignore[index]
+
+
+async def test_round_trip_through_the_cli_restores_identical_content(
+    stack: EchoStack, registered_second_org: tuple[str, str], tmp_path: Path
+) -> None:
+    await build_history(stack)
+    target_org, target_url = registered_second_org
+    file = tmp_path / "org.jsonl"
+    code, _, err = await cli("export", "--out", str(file), org=stack.org, nats_url=stack.nats_url)
+    assert code == 0, err
+    assert "exported" in err  # progress on stderr
+    lines = file.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["format"] == "echo-memory-export" and header["version"] == 1 and header["scope"] is None
+    assert header["counts"]["fact"] == 5 and header["counts"]["recall_save"] == 1 and header["counts"]["document"] == 1
+    assert json.loads(lines[-1]) == {"type": "end", "counts": header["counts"]}
+
+    code, out, err = await cli("import", str(file), org=target_org, nats_url=stack.nats_url)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["ids_kept"] is True
+    # Every id was kept (both databases come from one template, so even `shared` has the same id).
+    assert result["id_map"] == {}
+    assert sorted(result["scopes"]) == ["shared", "solo:claude-code", "team-a"]
+
+    again = await export_text(Settings(org=target_org, nats_url=stack.nats_url))
+    assert body(again) == apply_map(body(file.read_text()), result["id_map"])
+    assert row_counts(target_url) == row_counts(stack.database_url)
+
+    # The restored org works: trace_cause over the imported hinted fact, as an agent of that org.
+    # (Over the bus: the edge serves only its own org's tokens.)
+    from libs.bus.broker import make_broker
+    from libs.bus.client import BusClient
+    from libs.contracts.bus import Caller
+
+    broker = make_broker(stack.nats_url)
+    await broker.start()
+    try:
+        traced = await BusClient(broker).call(
+            caller=Caller(org=target_org, agent_id="cursor", read_scopes=["shared"]), service="causal",
+            verb="trace_cause", args={"topic": "Billing API"}, timeout=10)
+    finally:
+        await broker.stop()
+    assert [s["from"] for s in traced["chains"][0]["steps"]] == ["Release 7"]
+
+
+async def test_one_scope_into_another_name_remaps_every_id_and_reports_the_mapping(stack: EchoStack) -> None:
+    await build_history(stack)
+    settings = Settings(org=stack.org, nats_url=stack.nats_url)
+    original = await export_text(settings, scope="team-a")
+    lines = original.splitlines()
+    assert json.loads(lines[0])["scope"] == "team-a"
+    assert {json.loads(l).get("type") for l in lines[1:-1]} >= {"scope", "entity", "fact", "episode", "audit"}
+    assert not any('"type":"document"' in l for l in lines)  # org-level rows come only with a whole-org export
+
+    async with admin_session(settings) as call:
+        result = await import_lines(call, [json.loads(l) for l in lines], scope="team-b", progress=None, timeout=30)
+    assert result.ids_kept is False and result.scopes == ["team-b"]
+    copy = await export_text(settings, scope="team-b")
+    mapped = apply_map(body(original), result.id_map)
+    mapped = [l.replace('"name":"team-a"', '"name":"team-b"') for l in mapped]
+    assert sorted(body(copy)) == sorted(mapped)
+    old_facts = {json.loads(l)["id"] for l in lines if '"type":"fact"' in l}
+    assert old_facts <= set(result.id_map) and not old_facts & set(result.id_map.values())
+
+    # The same file again into the now non-empty scope is refused, and nothing changes.
+    before = row_counts(stack.database_url)
+    async with admin_session(settings) as call:
+        with pytest.raises(EchoError) as caught:
+            await import_lines(call, [json.loads(l) for l in lines], scope="team-b", progress=None, timeout=30)
+    assert caught.value.code == "invalid_argument" and "already holds memory" in caught.value.message
+    assert row_counts(stack.database_url) == before
+
+
+def corrupt(lines: list[str], how: str) -> str:
+    body = list(lines)
+    if how == "foreign":
+        return '{"hello": "world"}\n' + "\n".join(body[1:]) + "\n"
+    if how == "future":
+        header = json.loads(body[0])
+        header["version"] = 99
+        body[0] = json.dumps(header)
+    if how == "truncated":
+        body = body[:-3]
+    if how == "not json":
+        body[3] = body[3][:-5]
+    if how == "dangling":
+        record = next(i for i, l in enumerate(body) if '"type":"fact"' in l)
+        data = json.loads(body[record])
+        data["source_entity"] = "00000000-0000-0000-0000-0000000000aa"
+        body[record] = json.dumps(data)
+    if how == "bad field":
+        record = next(i for i, l in enumerate(body) if '"type":"entity"' in l)
+        data = json.loads(body[record])
+        data["surprise"] = 1
+        body[record] = json.dumps(data)
+    return "\n".join(body) + "\n"
+
+
+BAD_FILES = [
+    ("foreign", "does not start an Echo Memory export"), ("future", "version 99"), ("truncated", "end line"),
+    ("not json", "not JSON"), ("dangling", "names no earlier entity"), ("bad field", "surprise"),
+]
+
+
+async def test_malformed_or_foreign_files_are_refused_before_anything_is_written(
+    stack: EchoStack, registered_second_org: tuple[str, str], tmp_path: Path
+) -> None:
+    async with stack.client(stack.issue_token("claude-code")) as c:
+        await Writer(c).write([("Billing API", "service"), ("Postgres", "database")],
+                              [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres.")])
+    target_org, target_url = registered_second_org
+    lines = (await export_text(Settings(org=stack.org, nats_url=stack.nats_url))).splitlines()
+    before = row_counts(target_url)
+    for n, (how, message) in enumerate(BAD_FILES):
+        file = tmp_path / f"bad-{n}.jsonl"
+        file.write_text(corrupt(lines, how))
+        if how in ("foreign", "not json"):  # the real command (a process start costs ~3 s, so twice only)
+            code, _, err = await cli("import", str(file), org=target_org, nats_url=stack.nats_url)
+            assert code == 2 and "refused, nothing was written" in err and message in err, (how, err)
+        else:  # the same check the command runs before sending anything
+            with pytest.raises(ExportFileError, match=message):
+                read_export_file(file)
+        assert row_counts(target_url) == before, how
+        if how == "not json":
+            continue
+        # The service checks again on its own: the same lines sent straight over the bus are refused too.
+        import_id = f"6f1d2c3b-0000-4000-8000-00000000000{n}"
+        async with admin_session(Settings(org=target_org, nats_url=stack.nats_url)) as call:
+            staged = [json.loads(l) for l in corrupt(lines, how).splitlines()]
+            await call("audit", "import_stage", {"import_id": import_id, "first_line": 0, "lines": staged}, 30)
+            with pytest.raises(EchoError) as caught:
+                await call("audit", "import", {"import_id": import_id}, 30)
+        assert caught.value.code == "invalid_argument" and message in caught.value.message, how
+        assert row_counts(target_url) == before, how
+
+
+async def test_export_and_import_need_the_admin_identity(stack: EchoStack) -> None:
+    from libs.bus.broker import make_broker
+    from libs.bus.client import BusClient
+    from libs.contracts.bus import Caller
+
+    broker = make_broker(stack.nats_url)
+    await broker.start()
+    try:
+        agent = Caller(org=stack.org, agent_id="claude-code", read_scopes=["shared", "solo"], write_scopes=["shared"])
+        for verb, args in (("export", {}), ("import", {"import_id": "6f1d2c3b-0000-4000-8000-000000000002"})):
+            with pytest.raises(EchoError) as caught:
+                await BusClient(broker).call(caller=agent, service="audit", verb=verb, args=args, timeout=5)
+            assert caught.value.code == "scope_denied", verb
+        with pytest.raises(EchoError) as caught:
+            await stack.admin_call("audit", "export", {"scope": "no-such-scope"})
+        assert caught.value.code == "not_found"
+        with pytest.raises(EchoError) as caught:
+            await stack.admin_call("audit", "export", {"cursor": "bm9wZQ"})
+        assert caught.value.code == "invalid_argument"
+    finally:
+        await broker.stop()
