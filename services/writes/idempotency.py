@@ -4,8 +4,10 @@ Keys belong to the agent (two agents may use the same key). The key is locked fo
 the write's transaction, so two concurrent calls with one key cannot both write: the second waits,
 then finds the first's response. A key reused with different arguments is refused, because
 answering with a response to another request would hide that the new one was never stored.
-Only outcomes that committed are remembered (stored, partial, unchanged, no_facts): a deferral or
-a refusal stored nothing, so the same key may be used again for the follow-up call.
+Only responses that stored something (stored, partial) are remembered: an outcome that stored
+nothing (deferred, unchanged, no_facts, refused) leaves no row at all, and re-running it answers
+the same or better — after a deferral the same key may carry the follow-up with
+entity_resolutions.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ async def remember(
     conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput, result: WriteEpisodeResult
 ) -> None:
     """Keep the response for the key, in the write's own transaction (so both commit or neither)."""
-    if result.not_stored in ("deferred", "refused"):
+    if not result.stored:
         return
     assert args.idempotency_key is not None
     await conn.execute(
