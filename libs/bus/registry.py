@@ -20,7 +20,7 @@ SERVICES: tuple[ServiceInfo, ...] = (
     ServiceInfo("retrieval", "services.retrieval.app", True),
     ServiceInfo("causal", "services.causal.app", True),
     ServiceInfo("audit", "services.audit.app", False),
-    ServiceInfo("reindex", "services.reindex.app", False),
+    ServiceInfo("reindex", "services.reindex.app", True),  # re-embeds after a model change (issue 4)
     ServiceInfo("consolidation", "services.consolidation.app", False),
 )
 NAMES = tuple(s.name for s in SERVICES) + ("edge",)

@@ -16,11 +16,10 @@ from typing import Any
 import networkx as nx
 import psycopg
 
+from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
 from libs.telemetry import db_span
 from services.retrieval import queries as q
 
-# The statistics format this code computes BM25 with (see migration 0003).
-LEXICAL_FORMAT_VERSION = 1
 
 
 @dataclass
@@ -126,11 +125,15 @@ async def graph(
 ) -> list[str]:
     """Personalized PageRank over the visible entity graph around the seeds; returns the seeds.
 
-    Seeds: entities the query names (weight 2) and the endpoints of the three best dense facts
-    (weight 1). A fact's graph signal is the PageRank of its two endpoints.
+    Seeds: entities the query names (weight 2) and, when there is at least one, the endpoints of
+    the three best dense facts (weight 1). A fact's graph signal is the PageRank of its endpoints.
     """
     with db_span("graph_seeds", org=org):
         named = [r[0] for r in await (await conn.execute(q.ENTITIES_NAMED, {**params, "grams": query_grams(params["query"])})).fetchall()]
+        if not named:
+            # Without an entity the query names, the dense hits' endpoints alone only echo the
+            # dense ranking back (measured: no gain on agent-facts, +290 ms on a hub entity).
+            return []
         best = sorted((c for c in pool.values() if c.kind == "fact" and "dense" in c.channels), key=lambda c: -c.cos)[:3]
         touched: list[Any] = []
         if best:

@@ -16,7 +16,7 @@ class FusionWeights(BaseModel):
     (+ neighbour·best fused score of the adjacent turns, for episodes). Ranking only; the
     `score` callers see is always the cosine."""
 
-    fact_lexical: float = Field(0.1, description="weight of max-normalised BM25 for facts")
+    fact_lexical: float = Field(0.03, description="weight of max-normalised BM25 for facts")
     episode_lexical: float = Field(0.8, description="weight of max-normalised BM25 for episodes")
     graph: float = Field(0.05, description="weight of max-normalised personalized PageRank for facts")
     neighbour: float = Field(0.4, description="share of an adjacent turn's fused score added to a turn")

@@ -1,0 +1,49 @@
+"""reindex and lexical_status: rebuilding derived data (embeddings, lexical statistics)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from libs.contracts.common import StrictModel
+
+# The lexical statistics format the code computes BM25 with (see migration 0003): 1 =
+# to_tsvector('english') lexemes, document length = lexeme positions. Statistics with another
+# version are stale: queries fall back to ts_rank until `echo-memory reindex` rebuilds them.
+LEXICAL_FORMAT_VERSION = 1
+
+
+class ReindexInput(StrictModel):
+    scope: str | None = Field(None, description="the scope to rebuild; default shared")
+    step: Literal["lexical", "embeddings"] = Field(description="what to rebuild in this request")
+    after: str | None = Field(None, description="embeddings: continue after this cursor (from the last reply)")
+    limit: int = Field(500, ge=1, le=5000, description="embeddings: rows re-embedded per request")
+
+
+class ReindexResult(BaseModel):
+    scope: str
+    step: str
+    processed: int = Field(description="rows handled by this request")
+    total: int = Field(description="rows the step covers in the scope")
+    next: str | None = Field(None, description="cursor for the next request; null when the step is done")
+    format_version: int | None = None
+
+
+class LexicalStatusInput(StrictModel):
+    scope: str | None = None
+
+
+class CorpusStatus(BaseModel):
+    corpus: Literal["facts", "episodes"]
+    documents: int
+    stats_documents: int | None
+    format_version: int | None
+    mode: Literal["bm25", "ts_rank"]
+    reason: str | None = None
+
+
+class LexicalStatusResult(BaseModel):
+    scope: str
+    code_format_version: int
+    corpora: list[CorpusStatus]

@@ -1,0 +1,43 @@
+"""Ranking metrics and bootstrap confidence intervals (pure functions)."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable, Sequence
+
+
+def recall_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    """Share of the gold ids found in the top k (0.0 for an empty gold set is never asked)."""
+    return len(gold & set(ranked[:k])) / len(gold)
+
+
+def hit_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    return 1.0 if gold & set(ranked[:k]) else 0.0
+
+
+def reciprocal_rank(ranked: Sequence[str], gold: set[str], k: int | None = None) -> float:
+    """1/rank of the first gold id within the top k (all when k is None), else 0."""
+    for index, ident in enumerate(ranked[:k] if k else ranked, start=1):
+        if ident in gold:
+            return 1.0 / index
+    return 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) by nearest rank; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, samples: int = 1000, seed: int = 7, stat: Callable[[Sequence[float]], float] = statistics.fmean
+) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of `stat` over `values` (paired diffs work the same way)."""
+    rng = random.Random(seed)
+    n = len(values)
+    draws = sorted(stat([values[rng.randrange(n)] for _ in range(n)]) for _ in range(samples))
+    return draws[int(0.025 * samples)], draws[int(0.975 * samples) - 1]

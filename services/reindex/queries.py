@@ -1,0 +1,52 @@
+"""SQL of the reindex service; every statement is bounded to one scope."""
+
+SCOPE_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:scope:' || %s::text))"
+
+DELETE_DF = "DELETE FROM lexical_df WHERE scope_id = %(scope_id)s"
+DELETE_STATS = "DELETE FROM lexical_stats WHERE scope_id = %(scope_id)s"
+REBUILD_STATS = """
+INSERT INTO lexical_stats (scope_id, corpus, doc_count, total_length, format_version)
+SELECT %(scope_id)s, 'facts', count(*), coalesce(sum(echo_tsv_length(tsv)), 0), %(version)s
+FROM facts WHERE scope_id = %(scope_id)s
+UNION ALL
+SELECT %(scope_id)s, 'episodes', count(*), coalesce(sum(echo_tsv_length(tsv)), 0), %(version)s
+FROM episodes WHERE scope_id = %(scope_id)s AND kind <> 'write'
+"""
+REBUILD_DF = """
+INSERT INTO lexical_df (scope_id, corpus, term, df)
+SELECT %(scope_id)s, 'facts', u.lexeme, count(*) FROM facts f, unnest(f.tsv) AS u
+WHERE f.scope_id = %(scope_id)s GROUP BY u.lexeme
+UNION ALL
+SELECT %(scope_id)s, 'episodes', u.lexeme, count(*) FROM episodes e, unnest(e.tsv) AS u
+WHERE e.scope_id = %(scope_id)s AND e.kind <> 'write' GROUP BY u.lexeme
+"""
+
+# One cursor over the three embedded tables of a scope: (table rank, id).
+COUNT_EMBEDDED = """
+SELECT (SELECT count(*) FROM facts WHERE scope_id = %(scope_id)s)
+     + (SELECT count(*) FROM episodes WHERE scope_id = %(scope_id)s AND kind <> 'write')
+     + (SELECT count(*) FROM entities WHERE scope_id = %(scope_id)s)
+"""
+PAGE_EMBEDDED = """
+SELECT * FROM (
+    SELECT 1 AS t, id, text AS body FROM facts WHERE scope_id = %(scope_id)s
+    UNION ALL
+    SELECT 2, id, content FROM episodes WHERE scope_id = %(scope_id)s AND kind <> 'write'
+    UNION ALL
+    SELECT 3, id, name FROM entities WHERE scope_id = %(scope_id)s
+) x
+WHERE (x.t, x.id) > (%(after_t)s, %(after_id)s::uuid)
+ORDER BY x.t, x.id
+LIMIT %(limit)s
+"""
+UPDATE_EMBEDDING = {
+    1: "UPDATE facts SET embedding = %(embedding)s WHERE scope_id = %(scope_id)s AND id = %(id)s",
+    2: "UPDATE episodes SET embedding = %(embedding)s WHERE scope_id = %(scope_id)s AND id = %(id)s",
+    3: "UPDATE entities SET embedding = %(embedding)s WHERE scope_id = %(scope_id)s AND id = %(id)s",
+}
+CORPUS_COUNTS = """
+SELECT 'facts', (SELECT count(*) FROM facts WHERE scope_id = %(scope_id)s)
+UNION ALL
+SELECT 'episodes', (SELECT count(*) FROM episodes WHERE scope_id = %(scope_id)s AND kind <> 'write')
+"""
+STATS_OF_SCOPE = "SELECT corpus, doc_count, format_version FROM lexical_stats WHERE scope_id = %(scope_id)s"

@@ -1,0 +1,87 @@
+"""Rebuilding derived data of one scope: lexical statistics, and embeddings page by page.
+
+Statistics are rebuilt in one transaction under the scope's write lock, so a concurrent write
+either lands before (and is counted) or waits. Embeddings are rebuilt in pages so the CLI can
+show progress and a long rebuild never holds one huge transaction.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from libs.contracts.bus import Caller
+from libs.contracts.errors import InvalidArgument
+from libs.contracts.reindex import (
+    LEXICAL_FORMAT_VERSION,
+    CorpusStatus,
+    LexicalStatusInput,
+    LexicalStatusResult,
+    ReindexInput,
+    ReindexResult,
+)
+from libs.embed import MiniLM
+from libs.store.scopes import resolve_scope
+from services.reindex import queries as q
+
+_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+async def reindex(
+    conn: psycopg.AsyncConnection, caller: Caller, args: ReindexInput, embedder: MiniLM
+) -> ReindexResult:
+    """One step of a rebuild; `next` is null when the step is complete."""
+    scope = await resolve_scope(conn, caller, args.scope, "write")
+    params = {"scope_id": scope.id}
+    await conn.execute(q.SCOPE_WRITE_LOCK, (scope.id,))
+    if args.step == "lexical":
+        await conn.execute(q.DELETE_DF, params)
+        await conn.execute(q.DELETE_STATS, params)
+        await conn.execute(q.REBUILD_STATS, {**params, "version": LEXICAL_FORMAT_VERSION})
+        await conn.execute(q.REBUILD_DF, params)
+        rows = await (await conn.execute(q.STATS_OF_SCOPE, params)).fetchall()
+        total = sum(int(r[1]) for r in rows)
+        return ReindexResult(scope=scope.name, step="lexical", processed=total, total=total,
+                             format_version=LEXICAL_FORMAT_VERSION)
+    after_t, after_id = 0, _ZERO_UUID
+    if args.after:
+        try:
+            t, ident = args.after.split(":", 1)
+            after_t, after_id = int(t), ident
+        except ValueError:
+            raise InvalidArgument(f"after: '{args.after}' is not a cursor returned by reindex") from None
+    total = int((await (await conn.execute(q.COUNT_EMBEDDED, params)).fetchone())[0])  # type: ignore[index]
+    page = await (
+        await conn.execute(q.PAGE_EMBEDDED, {**params, "after_t": after_t, "after_id": after_id, "limit": args.limit})
+    ).fetchall()
+    if page:
+        vectors = embedder.embed([str(r[2]) for r in page])
+        async with conn.cursor() as cur:
+            for (table, ident, _), vector in zip(page, vectors, strict=True):
+                await cur.execute(q.UPDATE_EMBEDDING[table], {**params, "id": ident, "embedding": vector})
+    cursor = f"{page[-1][0]}:{page[-1][1]}" if len(page) == args.limit else None
+    return ReindexResult(scope=scope.name, step="embeddings", processed=len(page), total=total, next=cursor)
+
+
+async def lexical_status(
+    conn: psycopg.AsyncConnection, caller: Caller, args: LexicalStatusInput
+) -> LexicalStatusResult:
+    """Per corpus: documents, what the statistics say, and whether queries use BM25 or ts_rank."""
+    scope = await resolve_scope(conn, caller, args.scope, "read")
+    params = {"scope_id": scope.id}
+    counts = {r[0]: int(r[1]) for r in await (await conn.execute(q.CORPUS_COUNTS, params)).fetchall()}
+    stats = {r[0]: (int(r[1]), r[2]) for r in await (await conn.execute(q.STATS_OF_SCOPE, params)).fetchall()}
+    corpora = []
+    for corpus in ("facts", "episodes"):
+        docs, version = stats.get(corpus, (None, None))
+        mode, reason = "bm25", None
+        if docs is None and counts[corpus]:
+            mode, reason = "ts_rank", "no statistics: run `echo-memory reindex`"
+        elif docs is not None and version != LEXICAL_FORMAT_VERSION:
+            mode, reason = "ts_rank", (
+                f"statistics are format {version}, this code needs {LEXICAL_FORMAT_VERSION}: run `echo-memory reindex`"
+            )
+        elif docs is not None and docs != counts[corpus]:
+            reason = f"statistics count {docs} documents but the scope holds {counts[corpus]}: run `echo-memory reindex`"
+        corpora.append(CorpusStatus(corpus=corpus, documents=counts[corpus], stats_documents=docs,  # type: ignore[arg-type]
+                                    format_version=version, mode=mode, reason=reason))  # type: ignore[arg-type]
+    return LexicalStatusResult(scope=scope.name, code_format_version=LEXICAL_FORMAT_VERSION, corpora=corpora)
