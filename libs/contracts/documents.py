@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from libs.contracts.common import StrictModel
 from libs.contracts.write import StorableText
@@ -65,6 +65,9 @@ class MarkIngestedResult(BaseModel):
 
 
 class DocumentIn(StrictModel):
+    # Content is registered byte for byte (its hash must match the file), so nothing is stripped.
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
     path: str = Field(min_length=1, max_length=500, description="path relative to the project root, with /")
     content: str = Field(max_length=MAX_DOCUMENT_BYTES)
 

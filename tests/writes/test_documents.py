@@ -1,0 +1,180 @@
+"""Project memory files: `echo-memory docs sync` (the real CLI), pending_documents and mark_ingested (real MCP)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from libs.contracts.documents import MAX_DOCUMENT_BYTES, PENDING_BYTES_BUDGET
+from libs.testing import EchoStack
+from tests.writes.conftest import call, counts, sql
+
+FILES = {
+    "CLAUDE.md": "# Conventions\nUse uv, never pip. Tests run with pytest -q.\n",
+    "AGENTS.md": "Agents: keep PRs under 400 lines.\n",
+    ".cursor/rules/python.mdc": "Prefer dataclasses over dicts for records.\n",
+    ".github/copilot-instructions.md": "The API lives in services/api.\n",
+    "notes/decisions.md": "We chose Postgres over MySQL in 2024 for pgvector.\n",
+    "services/api/CLAUDE.md": "The API service owns the /v1 routes.\n",
+}
+IGNORED = {
+    "README.md": "Not a memory file.\n",
+    "node_modules/pkg/CLAUDE.md": "Vendored, never registered.\n",
+    "notes/diagram.png": "binary-ish\n",
+}
+
+
+def _project(root: Path, files: dict[str, str]) -> None:
+    for relative, content in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+
+
+async def _sync_process(stack: EchoStack, *args: str) -> tuple[int, str]:
+    """`echo-memory docs sync` as a user runs it: a separate process."""
+    env = {**os.environ, "ECHO_MEMORY_NATS_URL": stack.nats_url, "ECHO_MEMORY_ORG": stack.org}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "libs.cli", "docs", "sync", *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+    return process.returncode or 0, out.decode()
+
+
+@pytest.fixture
+def sync(stack: EchoStack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """The same CLI entry point in a worker thread (a process start costs seconds; this costs none)."""
+    from libs.cli.main import main
+
+    monkeypatch.setenv("ECHO_MEMORY_NATS_URL", stack.nats_url)
+    monkeypatch.setenv("ECHO_MEMORY_ORG", stack.org)
+
+    async def run(*args: str) -> tuple[int, str]:
+        capsys.readouterr()
+        code = await asyncio.to_thread(main, ["docs", "sync", *args])
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+
+    return run
+
+
+async def _pending(client, project: str = "shop", **extra: object) -> dict:  # type: ignore[no-untyped-def]
+    is_error, result = await call(client, "pending_documents", {"project": project, **extra})
+    assert not is_error, result
+    return result
+
+
+async def test_sync_registers_memory_files_and_pending_is_per_agent_until_content_changes(
+    stack: EchoStack, tmp_path: Path, sync
+) -> None:
+    _project(tmp_path, {**FILES, **IGNORED})
+    code, out = await _sync_process(stack, str(tmp_path), "--project", "shop")
+    assert code == 0, out
+    assert f"project 'shop': {len(FILES)} new, 0 changed, 0 unchanged, 0 refused" in out
+    registered = await sql(stack.database_url, "SELECT path FROM documents ORDER BY path")
+    assert [r[0] for r in registered] == sorted(FILES)
+
+    code, out = await sync(str(tmp_path), "--project", "shop")  # the same content again: a no-op
+    assert code == 0 and f"0 new, 0 changed, {len(FILES)} unchanged" in out, out
+    assert await sql(stack.database_url, "SELECT count(*) FROM audit_log WHERE kind = 'document_registered'") == [(len(FILES),)]
+
+    async with stack.client(stack.issue_token("claude-code")) as claude, stack.client(stack.issue_token("cursor")) as cursor:
+        pending = await _pending(claude)
+        assert [d["path"] for d in pending["documents"]] == sorted(FILES) and pending["more"] is False
+        first = pending["documents"][0]
+        assert first["content"] == FILES[first["path"]]
+        assert first["size"] == len(FILES[first["path"]].encode()) and first["approx_tokens"] > 0
+        assert first["content_hash"].startswith("sha256:") and first["project"] == "shop"
+
+        claude_md = next(d for d in pending["documents"] if d["path"] == "CLAUDE.md")
+        is_error, marked = await call(claude, "mark_ingested",
+                                      {"document_id": claude_md["document_id"], "content_hash": claude_md["content_hash"]})
+        assert not is_error and marked["already"] is False
+        _, again = await call(claude, "mark_ingested", {"document_id": claude_md["document_id"]})
+        assert again["already"] is True
+        assert "CLAUDE.md" not in [d["path"] for d in (await _pending(claude))["documents"]]
+        assert "CLAUDE.md" in [d["path"] for d in (await _pending(cursor))["documents"]]  # pending per agent
+
+        # Changed content is pending again; changing it back to what was ingested is pending again too.
+        (tmp_path / "CLAUDE.md").write_text("# Conventions\nUse uv. Tests run with pytest -x.\n", encoding="utf-8")
+        code, out = await sync(str(tmp_path), "--project", "shop")
+        assert "changed   CLAUDE.md" in out and "1 changed" in out, out
+        changed = next(d for d in (await _pending(claude))["documents"] if d["path"] == "CLAUDE.md")
+        assert changed["document_id"] != claude_md["document_id"]
+        await call(claude, "mark_ingested", {"document_id": changed["document_id"]})
+        (tmp_path / "CLAUDE.md").write_text(FILES["CLAUDE.md"], encoding="utf-8")
+        await sync(str(tmp_path), "--project", "shop")
+        reverted = next(d for d in (await _pending(claude))["documents"] if d["path"] == "CLAUDE.md")
+        assert reverted["document_id"] == claude_md["document_id"] and reverted["content"] == FILES["CLAUDE.md"]
+
+    audits = await sql(stack.database_url, "SELECT kind, agent_id, after->>'path' FROM audit_log "
+                                           "WHERE kind = 'document_ingested' ORDER BY id")
+    assert audits == [("document_ingested", "claude-code", "CLAUDE.md")] * 2
+    current = await sql(stack.database_url, "SELECT count(*) FROM documents WHERE path = 'CLAUDE.md' AND superseded_at IS NULL")
+    assert current == [(1,)]
+
+
+async def test_files_with_secrets_are_refused_and_the_rest_registered(stack: EchoStack, tmp_path: Path, sync) -> None:
+    _project(tmp_path, {"CLAUDE.md": "Deploy with DEPLOY_TOKEN=" + "abc123def456ghi789\n", "AGENTS.md": "Be brief.\n"})
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "big.md").write_text("x" * (MAX_DOCUMENT_BYTES + 1), encoding="utf-8")
+    code, out = await sync(str(tmp_path), "--project", "ops")
+    assert code == 1, out
+    assert "refused   CLAUDE.md: contains a password or secret in an assignment" in out
+    assert "abc123def456ghi789" not in out
+    assert "skipped   notes/big.md" in out and "new       AGENTS.md" in out
+    assert await sql(stack.database_url, "SELECT path FROM documents") == [("AGENTS.md",)]
+
+
+async def test_pending_is_paged_by_count_and_by_bytes(stack: EchoStack) -> None:
+    big = "y" * (PENDING_BYTES_BUDGET * 3 // 8)  # two fit in one answer, three do not
+    docs = [{"path": f"notes/{i:02}.md", "content": f"note {i}"} for i in range(5)]
+    docs += [{"path": f"notes/big-{c}.md", "content": big} for c in "abc"]
+    registered = await stack.admin_call("writes", "register_documents", {"project": "paged", "documents": docs})
+    assert [d["status"] for d in registered["documents"]] == ["new"] * 8
+    async with stack.client(stack.issue_token("codex")) as client:
+        by_count = await _pending(client, "paged", limit=3)
+        by_bytes = await _pending(client, "paged", limit=50)
+        nothing = await _pending(client, "no-such-project")
+    assert [d["path"] for d in by_count["documents"]] == ["notes/00.md", "notes/01.md", "notes/02.md"]
+    assert by_count["more"] is True
+    assert [d["path"] for d in by_bytes["documents"]][-1] == "notes/big-b.md" and by_bytes["more"] is True
+    assert nothing == {"documents": [], "more": False}
+
+
+async def test_mark_ingested_refusals_are_typed_and_change_nothing(stack: EchoStack) -> None:
+    registered = await stack.admin_call("writes", "register_documents",
+                                        {"project": "p", "documents": [{"path": "AGENTS.md", "content": "Be brief."}]})
+    document_id = registered["documents"][0]["document_id"]
+    before = await counts(stack.database_url)
+    cases = [
+        ({"document_id": "00000000-0000-0000-0000-000000000000"}, "not_found"),
+        ({"document_id": "doc-1"}, "invalid_argument"),
+        ({"document_id": document_id, "content_hash": "sha256:0000"}, "invalid_argument"),
+        ({"document_id": document_id, "extra": 1}, "invalid_argument"),
+    ]
+    async with stack.client(stack.issue_token("codex")) as client:
+        results = [await call(client, "mark_ingested", args) for args, _ in cases]
+        _, pending = await call(client, "pending_documents", {"project": "p", "limit": 0})
+    assert [(e, r["error"]["code"], r["error"]["retryable"]) for e, r in results] == [
+        (True, code, False) for _, code in cases]
+    assert pending["error"]["code"] == "invalid_argument"
+    assert await counts(stack.database_url) == before
+
+
+async def test_register_documents_refuses_a_path_twice_in_one_call(stack: EchoStack) -> None:
+    from libs.contracts.errors import InvalidArgument
+
+    try:
+        await stack.admin_call("writes", "register_documents", {"project": "p", "documents": [
+            {"path": "A.md", "content": "1"}, {"path": "A.md", "content": "2"}]})
+    except InvalidArgument as exc:
+        assert "each path may appear once" in exc.message
+    else:
+        raise AssertionError("a duplicated path was accepted")
+    assert (await counts(stack.database_url))["documents"] == 0
