@@ -85,12 +85,14 @@ async def test_a_stopped_service_gives_a_retryable_error_within_the_timeout(stac
     assert elapsed < stack.settings.timeouts.read + 1
 
 
-async def test_unbuilt_tools_answer_with_a_typed_error_not_an_empty_success(stack: EchoStack) -> None:
-    async with stack.client(stack.issue_token("codex")) as client:
-        result = await client.call_tool("trace_cause", {"topic": "the outage"})
-    assert result.is_error
-    assert result.structured_content["error"]["code"] == "not_built"
-    assert result.structured_content["error"]["retryable"] is False
+async def test_an_unbuilt_verb_answers_with_a_typed_error_not_an_empty_success(stack: EchoStack) -> None:
+    # Consolidation has no issue yet: its service runs and must say so instead of succeeding.
+    from libs.contracts.errors import NotBuilt
+
+    with pytest.raises(NotBuilt) as raised:
+        await stack.admin_call("consolidation", "consolidate", {})
+    assert raised.value.retryable is False
+    assert "not built" in raised.value.message
 
 
 @pytest.mark.parametrize(
