@@ -208,6 +208,7 @@ class EpisodeRecord(_Record):
     embedding: str | None
     token_count: int
     tier: str
+    seq: int | None = Field(None, description="order of a turn within its session (schema v3)")
 
 
 class FactRecord(_Record):

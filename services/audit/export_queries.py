@@ -40,7 +40,7 @@ ORDER BY created_at, entity_id, alias LIMIT %(limit)s
 """,
     "episode": """
 SELECT id, scope_id, kind, agent_id, tool, project, session_id, speaker, content, occurred_at, written_at,
-       metadata, embedding, token_count, tier, written_at AS k1, id AS k2
+       metadata, embedding, token_count, tier, seq, written_at AS k1, id AS k2
 FROM episodes
 WHERE scope_id = ANY(%(scope_ids)s) AND written_at <= %(cutoff)s
   AND """ + _KEY2.format(cols="written_at, id", t2="uuid") + """
@@ -177,9 +177,10 @@ VALUES (%(entity_id)s, %(scope_id)s, %(alias)s, %(created_at)s)
 """
 INSERT_EPISODE = """
 INSERT INTO episodes (id, scope_id, kind, agent_id, tool, project, session_id, speaker, content, occurred_at,
-                      written_at, metadata, embedding, token_count, tier)
+                      written_at, metadata, embedding, token_count, tier, seq)
 VALUES (%(id)s, %(scope_id)s, %(kind)s, %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(speaker)s,
-        %(content)s, %(occurred_at)s, %(written_at)s, %(metadata)s, %(embedding)s, %(token_count)s, %(tier)s)
+        %(content)s, %(occurred_at)s, %(written_at)s, %(metadata)s, %(embedding)s, %(token_count)s, %(tier)s,
+        %(seq)s)
 """
 INSERT_FACT = """
 INSERT INTO facts (id, scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
