@@ -15,6 +15,7 @@ from libs.config import load_settings
 COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.system_commands",
     "libs.cli.admin_commands",
+    "libs.cli.retrieval_commands",
     "libs.cli.audit_commands",
     "libs.cli.client_commands",
     "libs.cli.docs_commands",

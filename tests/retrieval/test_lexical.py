@@ -1,0 +1,111 @@
+"""BM25 from the trigger-maintained statistics, checked by hand; the ts_rank fallback."""
+
+from __future__ import annotations
+
+import math
+
+import psycopg
+
+from libs.contracts.bus import Caller
+from libs.contracts.query import QueryMemoryInput
+from libs.embed import MiniLM
+from libs.testing import EchoStack
+from services.retrieval import queries as q
+from services.retrieval.search import query_memory
+from services.retrieval.settings import RetrievalSettings
+
+ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
+DOCS = ["Alice: the kiln fired my vase", "Bob: the kiln is hot hot", "Carol: I bought a vase"]
+
+
+async def _import(stack: EchoStack) -> list[str]:
+    episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(DOCS)]
+    result = await stack.admin_call("writes", "import_episodes", {"episodes": episodes})
+    return result["episode_ids"]
+
+
+def _hand_bm25(query_terms: list[str], docs: list[list[str]]) -> list[float]:
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs) / n
+    scores = []
+    for doc in docs:
+        total = 0.0
+        for term in query_terms:
+            df = sum(term in d for d in docs)
+            tf = doc.count(term)
+            if tf:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                total += idf * tf * (q.BM25_K1 + 1) / (tf + q.BM25_K1 * (1 - q.BM25_B + q.BM25_B * len(doc) / avgdl))
+        scores.append(total)
+    return scores
+
+
+async def test_statistics_are_maintained_in_the_write_transaction(stack: EchoStack) -> None:
+    await _import(stack)
+    with psycopg.connect(stack.database_url) as conn:
+        stats = conn.execute("SELECT doc_count, total_length, format_version FROM lexical_stats WHERE corpus='episodes'").fetchone()
+        df = dict(conn.execute("SELECT term, df FROM lexical_df WHERE corpus='episodes'").fetchall())
+    # english tsvector lexemes: alice kiln fire vase | bob kiln hot hot | carol bought vase
+    assert stats == (3, 11, 1)
+    assert df["kiln"] == 2 and df["vase"] == 2 and df["hot"] == 1
+
+
+async def test_bm25_matches_a_hand_computed_example(stack: EchoStack, embedder: MiniLM) -> None:
+    ids = await _import(stack)
+    docs = [["alic", "kiln", "fire", "vase"], ["bob", "kiln", "hot", "hot"], ["carol", "bought", "vase"]]
+    expected = _hand_bm25(["kiln", "hot"], docs)
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(stack.database_url) as conn:
+        register_vector(conn)
+        scope_id = conn.execute("SELECT id FROM scopes WHERE name='shared'").fetchone()[0]
+        rows = conn.execute(
+            q.LEXICAL_EPISODES_BM25,
+            {"scope_ids": [scope_id], "at": "infinity", "query": "kiln hot", "limit": 10,
+             "embedding": embedder.embed_one("kiln hot")},
+        ).fetchall()
+    got = {str(r[0]): float(r[1]) for r in rows}
+    assert set(got) == {ids[0], ids[1]}
+    assert math.isclose(got[ids[0]], expected[0], rel_tol=1e-6)
+    assert math.isclose(got[ids[1]], expected[1], rel_tol=1e-6)
+    assert got[ids[1]] > got[ids[0]]
+
+
+async def test_stale_statistics_fall_back_to_ts_rank_and_say_so(stack: EchoStack) -> None:
+    await _import(stack)
+    fresh = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+    assert fresh["lexical"] == "bm25"
+    with psycopg.connect(stack.database_url, autocommit=True) as conn:
+        conn.execute("UPDATE lexical_stats SET format_version = 0")
+    stale = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+    assert stale["lexical"] == "ts_rank"
+    assert "format 0" in stale["note"] and "echo-memory reindex" in stale["note"]
+    assert any("lexical" in r["matched"] for r in stale["results"])
+    status = await stack.admin_call("reindex", "lexical_status", {})
+    assert {c["corpus"]: c["mode"] for c in status["corpora"]}["episodes"] == "ts_rank"
+    rebuilt = await stack.admin_call("reindex", "reindex", {"step": "lexical"})
+    assert rebuilt["format_version"] == 1
+    again = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+    assert again["lexical"] == "bm25"
+
+
+async def test_env_switch_forces_the_fallback(stack: EchoStack, embedder: MiniLM, monkeypatch) -> None:
+    await _import(stack)
+    monkeypatch.setenv("ECHO_MEMORY_LEXICAL_BM25", "0")
+    settings = RetrievalSettings()
+    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
+        from pgvector.psycopg import register_vector_async
+
+        await register_vector_async(conn)
+        result = await query_memory(conn, ADMIN, QueryMemoryInput(query="kiln"), embedder, settings)
+    assert result.lexical == "ts_rank"
+    assert "ECHO_MEMORY_LEXICAL_BM25=0" in (result.note or "")
+
+
+async def test_reindex_embeddings_pages_through_the_scope(stack: EchoStack) -> None:
+    await _import(stack)
+    first = await stack.admin_call("reindex", "reindex", {"step": "embeddings", "limit": 2})
+    assert first["processed"] == 2 and first["next"]
+    second = await stack.admin_call("reindex", "reindex", {"step": "embeddings", "limit": 2, "after": first["next"]})
+    assert second["processed"] == 1 and second["next"] is None
+    assert first["total"] == 3
