@@ -14,19 +14,27 @@ Nothing is deleted: a changed claim supersedes the old one, and history stays qu
 """
 
 WRITE_EPISODE = """\
-Store what this turn established: entities (name, type, aliases) and facts (source, target,
-relation, one-sentence fact, confidence, optional causal_hint). Write in the same turn a decision,
-correction, preference or "remember this" happens. The agent id comes from your token.
+Store what this turn established: entities (name, type, aliases) and one fact per claim (source,
+target, relation, one-sentence fact, confidence, optional causal_hint); source and target must be
+names or aliases from entities. Write in the same turn a decision, correction, preference or
+"remember this" happens. The agent id comes from your token. Never put secrets in a fact: say
+where a secret lives, not what it is.
+
+Names match stored entities exactly (case-insensitive, name or alias), never by substring. A
+changed claim on the same (source, relation, target) ends the old edge and starts a new one.
 
 The answer always has the same keys. stored=true: edges_created lists new edges (supersedes names
-an edge this one ended). stored=false with not_stored:
-- "deferred": a mention is close to an existing entity; `deferred` lists candidates. Call again
-  with entity_resolutions mapping the mention to one candidate's entity_id, or to "new".
+the edge this one ended); partial=true means some facts were stored and the rest wait on a
+deferred mention. stored=false with not_stored:
+- "deferred": a mention is close to an existing entity; `deferred` lists candidates. Nothing that
+  touches it was stored. Call again with entity_resolutions mapping the mention to one candidate's
+  entity_id, or to "new".
 - "unchanged": every fact restates the active edge word for word (listed in `restated`); nothing to do.
-- "refused": `error` says why (secret in the text, unknown scope or entity id, bad arguments);
-  fix it and retry only if `retryable` is true or the arguments changed.
 - "no_facts": the call carried no facts; nothing was stored.
-partial=true: some facts were stored and some wait on a deferred mention.
+- "refused": `error` says why (bad arguments, a secret, unknown or unwritable scope, an entity id
+  not in the scope). Nothing was stored. Fix the arguments; resend the same call only if
+  `retryable` is true.
+With idempotency_key, a repeated call returns the first call's response.
 """
 
 QUERY_MEMORY = """\
@@ -39,16 +47,22 @@ record_recall_save.
 """
 
 RECORD_RECALL_SAVE = """\
-Say that a recalled fact helped (fact_id, the read_id that returned it, a short note). Refused
-unless a logged read returned that fact to your org.
+Say that a recalled fact helped: fact_id from a query_memory result, the read_id of that call, and a
+short note on what it saved. Refused (retryable false) unless a logged read returned that fact,
+and, with read_id, unless that read did. Saving the same thing twice stores it once (already=true).
 """
 
 PENDING_DOCUMENTS = """\
-List project memory files (CLAUDE.md, AGENTS.md, rules files) registered for a project and not yet
-ingested, with their content. Extract facts with write_episode, then call mark_ingested.
+List a project's memory files (CLAUDE.md, AGENTS.md, rules, notes; registered with
+`echo-memory docs sync`) that you have not ingested yet, with content, size and approximate tokens.
+For each: extract its facts with write_episode, then call mark_ingested. A file whose content
+changed is pending again. more=true: call again after marking these.
 """
 
-MARK_INGESTED = "Mark a pending document as ingested by you, after writing its facts."
+MARK_INGESTED = """\
+Mark a pending document as ingested by you, after writing its facts: document_id and the
+content_hash you read. already=true means you had marked this version before.
+"""
 
 TRACE_CAUSE = """\
 Explain why something happened: ordered cause → effect chains over facts written with a
