@@ -106,9 +106,13 @@ async def write_episode(
     secrets, unknown or unwritable scopes and entity ids not in the scope.
     """
     check_shape(args)
-    scope = await resolve_scope(conn, caller, args.scope, "write")
     if not args.facts:
+        # The scope is still checked, inside a savepoint rolled back at once: a first write to
+        # `solo` creates its scope row, and an outcome that stores nothing leaves no row at all.
+        async with conn.transaction(force_rollback=True):
+            scope = await resolve_scope(conn, caller, args.scope, "write")
         return WriteEpisodeResult(stored=False, not_stored="no_facts", scope=scope.name)
+    scope = await resolve_scope(conn, caller, args.scope, "write")
 
     by_key = entities.call_entities(args)
     referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}

@@ -88,10 +88,13 @@ async def test_partial_stores_what_does_not_wait_on_a_deferred_mention(stack: Ec
 async def test_no_facts_stores_nothing_even_with_entities(stack: EchoStack) -> None:
     async with stack.client(stack.issue_token("codex")) as client:
         is_error, result = await call(client, "write_episode", episode([("Lonely", "thing")], []))
+        _, in_solo = await call(client, "write_episode", episode([("Lonely", "thing")], [], scope="solo"))
     assert not is_error
     assert set(result) == RESULT_KEYS
     assert result["stored"] is False and result["not_stored"] == "no_facts" and result["scope"] == "shared"
+    assert in_solo["not_stored"] == "no_facts" and in_solo["scope"] == "solo"
     assert sum((await counts(stack.database_url)).values()) == 0
+    assert await sql(stack.database_url, "SELECT name FROM scopes") == [("shared",)]  # not even a solo scope row
 
 
 REFUSALS = [

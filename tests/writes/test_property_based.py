@@ -99,9 +99,9 @@ async def test_hostile_payloads_store_whole_or_nothing(stack: EchoStack, bus: Bu
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
     @given(payload=payloads())
     async def one(payload: dict[str, Any]) -> None:
-        before = await counts(watcher)
+        before = {**await counts(watcher), "scopes": await _scopes(watcher)}
         result = await bus.write(payload)  # an exception here fails the test
-        after = await counts(watcher)
+        after = {**await counts(watcher), "scopes": await _scopes(watcher)}
         assert set(result) == RESULT_KEYS, result
         outcome = result["not_stored"] or ("partial" if result["partial"] else "stored")
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
@@ -139,6 +139,10 @@ async def test_hostile_payloads_store_whole_or_nothing(stack: EchoStack, bus: Bu
         SELECT count(*) FROM (SELECT 1 FROM facts WHERE t_invalid IS NULL
                               GROUP BY scope_id, source_entity, target_entity, lower(relation) HAVING count(*) > 1) d""")
     assert doubled == [(0,)]
+
+
+async def _scopes(conn: psycopg.AsyncConnection) -> int:
+    return (await (await conn.execute("SELECT count(*) FROM scopes")).fetchone())[0]  # type: ignore[index]
 
 
 async def _run(test: Any) -> None:
