@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -54,8 +55,9 @@ INSERT_VERSION = """
 INSERT INTO documents (project, path, content_hash, content, size, current_since)
 VALUES (%s, %s, %s, %s, %s, now()) RETURNING id
 """
+# Content is fetched only for the documents that fit in the answer (CONTENTS), not for every candidate.
 PENDING = """
-SELECT d.id, d.path, d.project, d.content_hash, d.content, d.size, d.current_since
+SELECT d.id, d.path, d.project, d.content_hash, d.size, d.current_since
 FROM documents d
 WHERE d.project = %(project)s AND d.superseded_at IS NULL
   AND NOT EXISTS (
@@ -65,6 +67,7 @@ WHERE d.project = %(project)s AND d.superseded_at IS NULL
 ORDER BY d.path
 LIMIT %(limit)s
 """
+CONTENTS = "SELECT id, content FROM documents WHERE id = ANY(%s)"
 DOCUMENT = "SELECT id, project, path, content_hash, current_since FROM documents WHERE id = %s"
 INGESTION = "SELECT ingested_at FROM document_ingestions WHERE document_id = %s AND agent_id = %s"
 RECORD_INGESTION = """
@@ -135,16 +138,24 @@ async def pending_documents(
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(PENDING, {"project": args.project, "agent_id": caller.agent_id, "limit": args.limit + 1})
         rows = await cur.fetchall()
-    documents: list[PendingDocument] = []
+    chosen: list[dict[str, Any]] = []
     spent = 0
     for row in rows[: args.limit]:
-        if documents and spent + row["size"] > PENDING_BYTES_BUDGET:
+        if chosen and spent + row["size"] > PENDING_BYTES_BUDGET:
             break
         spent += row["size"]
-        documents.append(PendingDocument(
-            document_id=str(row["id"]), path=row["path"], project=row["project"], content_hash=row["content_hash"],
-            content=row["content"], size=row["size"], approx_tokens=count_tokens(row["content"]) if row["content"] else 0,
-            registered_at=row["current_since"]))
+        chosen.append(row)
+    contents: dict[Any, str] = {}
+    if chosen:
+        found = await (await conn.execute(CONTENTS, ([r["id"] for r in chosen],))).fetchall()
+        contents = {r[0]: r[1] for r in found}
+    documents = [
+        PendingDocument(
+            document_id=str(r["id"]), path=r["path"], project=r["project"], content_hash=r["content_hash"],
+            content=contents[r["id"]], size=r["size"],
+            approx_tokens=count_tokens(contents[r["id"]]) if contents[r["id"]] else 0, registered_at=r["current_since"])
+        for r in chosen
+    ]
     return PendingDocumentsResult(documents=documents, more=len(rows) > len(documents))
 
 
