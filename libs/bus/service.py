@@ -87,6 +87,44 @@ def parse_args(model: type[ArgsT], args: dict[str, Any]) -> ArgsT:
 RouterFactory = Callable[[ServiceContext], NatsRouter]
 
 
+@dataclass(frozen=True)
+class Route:
+    """One verb of a service: its argument model and the store function that answers it.
+
+    `after(org)` runs once the verb's transaction has committed successfully (e.g. to wake the
+    outbox relay).
+    """
+
+    verb: str
+    model: type[BaseModel]
+    fn: Handler[Any]
+    after: Callable[[str], None] | None = None
+
+
+def route_router(ctx: ServiceContext, service: str, routes: list[Route], *, max_workers: int = 1) -> NatsRouter:
+    """A router with one queue-group subscriber per route, each answering through `ctx.handle`."""
+    from libs.contracts.subjects import queue_group, subscribe_pattern
+
+    router = NatsRouter()
+    for route in routes:
+        router.subscriber(
+            subscribe_pattern(service, route.verb), queue=queue_group(service), max_workers=max_workers
+        )(_route_answer(ctx, route))
+    return router
+
+
+def _route_answer(ctx: ServiceContext, route: Route) -> Callable[..., Awaitable[Reply]]:
+    from faststream import Path as SubjectParam
+
+    async def answer(request: Request, org: str = SubjectParam()) -> Reply:
+        reply = await ctx.handle(org, request, route.model, route.fn)
+        if reply.ok and route.after is not None:
+            route.after(org)
+        return reply
+
+    return answer
+
+
 def run_service(name: str, build_router: RouterFactory, settings: Settings, *, embedder: bool = False) -> int:
     """Run one service in the foreground until SIGTERM/SIGINT; returns the process exit code."""
     logging.basicConfig(level=settings.log_level.upper(), format=f"%(asctime)s {name} %(levelname)s %(message)s")

@@ -17,6 +17,10 @@ from libs.contracts.errors import InvalidArgument, NotFound, ScopeDenied
 
 Mode = Literal["read", "write"]
 
+# Serialises every change to one scope for the rest of the transaction (released at commit, so it
+# also holds behind a transaction-pooling proxy). Writes, imports and reindex all take it.
+SCOPE_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:scope:' || %s::text))"
+
 SELECT_SCOPE = """
 SELECT id, name, kind, owner_agent, readers, writers FROM scopes WHERE name = %s
 """
@@ -32,6 +36,11 @@ class Scope:
     id: str | None  # None: a solo scope nobody has written to yet (reads find nothing)
     name: str  # the name the caller uses: shared, solo, team-a
     stored_name: str  # the row's name: solo becomes solo:<agent>
+
+
+def public_name(stored: str) -> str:
+    """The name callers use for a stored scope row: every `solo:<agent>` is just `solo` to its owner."""
+    return "solo" if stored.startswith("solo:") else stored
 
 
 def stored_name(caller: Caller, name: str) -> str:

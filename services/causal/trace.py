@@ -37,7 +37,7 @@ from libs.contracts.causal import (
 )
 from libs.contracts.common import Provenance
 from libs.embed import MiniLM
-from libs.store.scopes import Scope, resolve_read_scopes
+from libs.store.scopes import Scope, public_name, resolve_read_scopes
 from libs.telemetry import db_span
 from services.causal import queries as q
 
@@ -132,7 +132,7 @@ async def _resolve_topic(
         for name in candidates:
             await cur.execute(q.MATCH_ENTITIES, {**base, "name": name})
             matched += [
-                MatchedEntity(entity_id=str(r["id"]), name=r["name"], scope=_public(r["scope_name"]),
+                MatchedEntity(entity_id=str(r["id"]), name=r["name"], scope=public_name(r["scope_name"]),
                               matched_by=r["matched_by"])
                 for r in await cur.fetchall()
             ]
@@ -147,7 +147,7 @@ async def _resolve_topic(
     for r in rows:
         for role in ("source", "target"):
             matched.append(MatchedEntity(entity_id=str(r[f"{role}_entity"]), name=r[f"{role}_name"],
-                                         scope=_public(r["scope_name"]), matched_by="dense"))
+                                         scope=public_name(r["scope_name"]), matched_by="dense"))
     return _unique(matched), "dense" if matched else "none"
 
 
@@ -302,11 +302,7 @@ def _chain_model(chain: list[_Step]) -> Chain:
 def _provenance(r: dict[str, Any]) -> Provenance:
     return Provenance(agent_id=r["agent_id"], tool=r["tool"], project=r["project"], session_id=r["session_id"],
                       written_at=r["written_at"], valid_from=r["t_valid"], valid_until=r["t_invalid"],
-                      scope=_public(r["scope_name"]))
-
-
-def _public(stored: str) -> str:
-    return "solo" if stored.startswith("solo:") else stored
+                      scope=public_name(r["scope_name"]))
 
 
 def _where(scopes: list[Scope], args: TraceCauseInput) -> str:

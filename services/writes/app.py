@@ -7,20 +7,22 @@ relay (relay.py), which also runs on a timer as the service's background task.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from functools import partial
 
 import psycopg
 from faststream import Path
 from faststream.nats import NatsRouter
 
-from libs.bus.service import ServiceContext, parse_args
+from libs.bus.service import Route, ServiceContext, parse_args, route_router
 from libs.contracts import admin as admin_contracts
 from libs.contracts import documents as doc_contracts
 from libs.contracts.bus import Caller, Reply, Request
+from libs.contracts.imports import ImportEpisodesInput
 from libs.contracts.errors import Conflict, EchoError, Internal, InvalidArgument, Unavailable
 from libs.contracts.subjects import queue_group, subscribe_pattern
 from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from services.writes import admin, documents, idempotency, recall
+from services.writes.batch_import import import_episodes
 from services.writes.episode import write_episode
 from services.writes.relay import OutboxRelay
 
@@ -33,75 +35,38 @@ log = logging.getLogger(__name__)
 
 
 def build_router(ctx: ServiceContext) -> NatsRouter:
-    router = NatsRouter()
-    queue = queue_group(SERVICE)
     relay = OutboxRelay(ctx)
     ctx.extra["relay"] = relay
     ctx.extra["on_start"] = relay.run
+    assert ctx.embedder is not None, "the writes service embeds facts, so it is started with the model"
+    changed = relay.kick  # verbs that commit outbox rows wake the relay once they have committed
+    router = route_router(
+        ctx,
+        SERVICE,
+        [
+            Route("record_recall_save", doc_contracts.RecordRecallSaveInput, recall.record_recall_save, changed),
+            Route("register_documents", doc_contracts.RegisterDocumentsInput, documents.register_documents, changed),
+            Route("pending_documents", doc_contracts.PendingDocumentsInput, documents.pending_documents),
+            Route("mark_ingested", doc_contracts.MarkIngestedInput, documents.mark_ingested, changed),
+            Route("token_create", admin_contracts.TokenCreateInput, admin.token_create),
+            Route("token_verify", admin_contracts.TokenVerifyInput, admin.token_verify),
+            Route("token_list", admin_contracts.NoArgs, admin.token_list),
+            Route("token_revoke", admin_contracts.TokenRevokeInput, admin.token_revoke),
+            Route("scope_create", admin_contracts.ScopeCreateInput, admin.scope_create),
+            Route("status", admin_contracts.NoArgs, admin.status),
+            # issue 4: batched import of raw turns and documents as episodes
+            Route("import_episodes", ImportEpisodesInput, partial(import_episodes, embedder=ctx.embedder)),
+        ],
+        max_workers=MAX_WORKERS,
+    )
 
-    def sub(verb: str):  # type: ignore[no-untyped-def]
-        return router.subscriber(subscribe_pattern(SERVICE, verb), queue=queue, max_workers=MAX_WORKERS)
-
-    async def changing(org: str, request: Request, model: type, fn: Callable[..., Awaitable]) -> Reply:  # type: ignore[type-arg]
-        reply = await ctx.handle(org, request, model, fn)
-        if reply.ok:
-            relay.kick(org)
-        return reply
-
-    @sub("write_episode")
+    # write_episode answers every outcome, refusals included, as a WriteEpisodeResult.
+    @router.subscriber(subscribe_pattern(SERVICE, "write_episode"), queue=queue_group(SERVICE), max_workers=MAX_WORKERS)
     async def on_write_episode(request: Request, org: str = Path()) -> Reply:
         result = await handle_write_episode(ctx, org, request)
         if result.stored:
             relay.kick(org)
         return Reply.success(result)
-
-    @sub("record_recall_save")
-    async def on_record_recall_save(request: Request, org: str = Path()) -> Reply:
-        return await changing(org, request, doc_contracts.RecordRecallSaveInput, recall.record_recall_save)
-
-    @sub("register_documents")
-    async def on_register_documents(request: Request, org: str = Path()) -> Reply:
-        return await changing(org, request, doc_contracts.RegisterDocumentsInput, documents.register_documents)
-
-    @sub("pending_documents")
-    async def on_pending_documents(request: Request, org: str = Path()) -> Reply:
-        return await ctx.handle(org, request, doc_contracts.PendingDocumentsInput, documents.pending_documents)
-
-    @sub("mark_ingested")
-    async def on_mark_ingested(request: Request, org: str = Path()) -> Reply:
-        return await changing(org, request, doc_contracts.MarkIngestedInput, documents.mark_ingested)
-
-    @sub("token_create")
-    async def on_token_create(request: Request, org: str = Path()) -> Reply:
-        return await ctx.handle(org, request, admin_contracts.TokenCreateInput, admin.token_create)
-
-    @sub("token_verify")
-    async def on_token_verify(request: Request, org: str = Path()) -> Reply:
-        return await ctx.handle(org, request, admin_contracts.TokenVerifyInput, admin.token_verify)
-
-    @sub("token_list")
-    async def on_token_list(request: Request, org: str = Path()) -> Reply:
-        return await ctx.handle(org, request, admin_contracts.NoArgs, admin.token_list)
-
-    @sub("token_revoke")
-    async def on_token_revoke(request: Request, org: str = Path()) -> Reply:
-        return await ctx.handle(org, request, admin_contracts.TokenRevokeInput, admin.token_revoke)
-
-    @sub("scope_create")
-    async def on_scope_create(request: Request, org: str = Path()) -> Reply:
-        return await ctx.handle(org, request, admin_contracts.ScopeCreateInput, admin.scope_create)
-
-    @sub("status")
-    async def on_status(request: Request, org: str = Path()) -> Reply:
-        return await ctx.handle(org, request, admin_contracts.NoArgs, admin.status)
-
-    @sub("import_episodes")  # issue 4: batched import of raw turns/documents (services/writes/batch_import.py)
-    async def on_import_episodes(request: Request, org: str = Path()) -> Reply:
-        from libs.contracts.imports import ImportEpisodesInput
-        from services.writes.batch_import import import_episodes
-
-        assert ctx.embedder is not None
-        return await ctx.handle(org, request, ImportEpisodesInput, lambda c, k, a: import_episodes(c, k, a, ctx.embedder))
 
     return router
 

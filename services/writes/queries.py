@@ -1,6 +1,6 @@
 """SQL of the writes service. Every statement on a scoped table names scope_id."""
 
-SCOPE_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:scope:' || %s::text))"
+from libs.store.scopes import SCOPE_WRITE_LOCK  # noqa: F401  (re-exported for the write verbs)
 
 INSERT_EPISODE = """
 INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count)
@@ -35,7 +35,9 @@ VALUES (%(scope_id)s, %(kind)s, %(agent_id)s, %(session_id)s, %(tool)s, %(fact_i
         %(before)s, %(after)s, %(reason)s)
 """
 INSERT_OUTBOX = "INSERT INTO outbox (kind, payload) VALUES (%s, %s)"
-TRANSACTION_NOW = "SELECT now()"
+# The wall clock read after the scope lock is held, not now() (the transaction's start): a writer
+# that queued behind another must not end that writer's edge at a time before it began.
+TRANSACTION_NOW = "SELECT clock_timestamp()"
 
 SCOPE_COUNTS = """
 SELECT s.name AS scope, count(f.id) AS facts,
