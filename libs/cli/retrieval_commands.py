@@ -42,6 +42,10 @@ def register(sub: Any) -> None:
     external.add_argument("--questions", type=int, help="only the first N questions of each")
     external.set_defaults(func=_external)
 
+    from libs.eval.benchmark import register as register_benchmark  # issue 4: the latency harness
+
+    register_benchmark(sub)
+
 
 def _call(settings: Any):  # type: ignore[no-untyped-def]
     from libs.cli.connection import admin_call

@@ -1,0 +1,91 @@
+"""A throw-away Echo Memory for harness runs: embedded Postgres, nats-server, every service, the edge.
+
+`benchmark`, `eval --sweep` and `eval --ablate` use it so that padding a store with 100k
+synthetic facts, or restarting retrieval with a channel switched off, never touches the user's
+own memory. Everything lives under one temporary directory that is removed on exit.
+
+The services run in-process through `EchoStack` (the harness the test suite uses): same code,
+same real Postgres, NATS and HTTP edge, one Python process instead of one per service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from libs.embed import MiniLM
+from libs.store.schema import apply_migrations
+from libs.supervisor.nats import NatsServer
+from libs.supervisor.ports import free_port
+from libs.supervisor.postgres import EmbeddedPostgres
+from libs.testing import EchoStack, server_dir
+
+ORG = "bench"
+
+
+@contextmanager
+def environment(**values: str | None) -> Iterator[None]:
+    """Set (or, with None, remove) ECHO_MEMORY_* variables for the block, then restore them.
+
+    Services read their settings from the environment when they start; this is how a harness
+    run starts one with, e.g., a channel switched off, without leaking the value afterwards.
+    """
+    saved = {key: os.environ.get(key) for key in values}
+    try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@asynccontextmanager
+async def throwaway_stack(embedder: MiniLM | None = None) -> AsyncIterator[EchoStack]:
+    """A running system on fresh servers; yields the EchoStack, stops and deletes everything on exit.
+
+    The edge's per-token rate limit is switched off (ECHO_MEMORY_EDGE_RATE_PER_MINUTE=0) for the
+    stack's lifetime: a benchmark makes thousands of calls with one token on purpose.
+    """
+    base = server_dir("harness")
+    pg = EmbeddedPostgres(base / "postgres", free_port(), durable=False)
+    nats = NatsServer(base / "nats", free_port())
+    try:
+        await asyncio.to_thread(pg.start)
+        await asyncio.to_thread(apply_migrations, pg.url())
+        await asyncio.to_thread(nats.start)
+        with environment(ECHO_MEMORY_EDGE_RATE_PER_MINUTE="0"):
+            async with EchoStack(
+                database_url=pg.url(), nats_url=nats.url, org=ORG, embedder=embedder or MiniLM()
+            ) as stack:
+                yield stack
+    finally:
+        nats.stop()
+        await asyncio.to_thread(pg.stop)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+async def restart_service(stack: EchoStack, name: str, **env: str | None) -> None:
+    """Restart one in-process service with the given ECHO_MEMORY_* values in its environment."""
+    with environment(**env):
+        await stack.stop(name)
+        await stack.start(name)
+
+
+def stack_call(stack: EchoStack, timeout: float = 600) -> Any:
+    """The harness' `call(service, verb, args)` over the stack's admin bus connection."""
+
+    async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await stack.admin_call(service, verb, args, timeout=timeout)
+
+    return call
