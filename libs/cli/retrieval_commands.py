@@ -33,6 +33,9 @@ def register(sub: Any) -> None:
     evaluate.add_argument("--dataset", default=str(DATASETS / "agent-facts" / "agent-facts.json"))
     evaluate.add_argument("--context", action="store_true", help="tokens per recall vs a full notes dump")
     evaluate.add_argument("--json", action="store_true")
+    from libs.eval.experiments import add_arguments as add_experiment_arguments  # --sweep, --ablate
+
+    add_experiment_arguments(evaluate)
     evaluate.set_defaults(func=_eval)
 
     external = sub.add_parser("eval-external", help="retrieval on a public benchmark (locomo)")
@@ -40,6 +43,7 @@ def register(sub: Any) -> None:
     external.add_argument("path", nargs="?", help="dataset file (default: ../shared/datasets)")
     external.add_argument("--conversations", type=int, help="only the first N conversations")
     external.add_argument("--questions", type=int, help="only the first N questions of each")
+    external.add_argument("--query-mode", default="context", help="madial: context | last-user | recent-first")
     external.set_defaults(func=_external)
 
     from libs.eval.benchmark import register as register_benchmark  # issue 4: the latency harness
@@ -109,6 +113,11 @@ def _reindex(settings: Any, args: Any) -> int:
 def _eval(settings: Any, args: Any) -> int:
     from libs.eval.runner import run_agent_facts
 
+    if args.sweep or args.ablate:
+        from libs.eval.experiments import run as run_experiments
+
+        print(json.dumps(run_experiments(args, DATASETS), indent=2))
+        return 0
     report = asyncio.run(run_agent_facts(_call(settings), args.dataset, show=True, context=args.context))
     if not args.json:
         report.pop("per_query", None)
@@ -120,8 +129,12 @@ def _external(settings: Any, args: Any) -> int:
     from libs.eval.runner import run_locomo
 
     if args.benchmark == "madial":
-        print("echo-memory eval-external madial: not built yet (issue 4)", file=sys.stderr)
-        return 2
+        from libs.eval.madial import run_madial
+
+        path = args.path or str(DATASETS / "madial_bench")
+        print(json.dumps(asyncio.run(run_madial(_call(settings), path, dialogues=args.questions,
+                                                mode=args.query_mode)), indent=2))
+        return 0
     path = args.path or str(DATASETS / "locomo" / "locomo10.json")
     report = asyncio.run(
         run_locomo(_call(settings), path, conversations=args.conversations, questions=args.questions, show=True)

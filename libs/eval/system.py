@@ -75,11 +75,34 @@ async def throwaway_stack(embedder: MiniLM | None = None) -> AsyncIterator[EchoS
         shutil.rmtree(base, ignore_errors=True)
 
 
-async def restart_service(stack: EchoStack, name: str, **env: str | None) -> None:
-    """Restart one in-process service with the given ECHO_MEMORY_* values in its environment."""
+# A verb of each service the harness restarts; probed with invalid arguments, which the service
+# refuses without side effects — any answer at all means it is subscribed.
+PROBE_VERBS = {"retrieval": "query_memory", "writes": "write_episode"}
+
+
+async def restart_service(stack: EchoStack, name: str, timeout: float = 15, **env: str | None) -> None:
+    """Restart one in-process service with the given ECHO_MEMORY_* values in its environment.
+
+    Returns once the new instance answers requests: its subscription travels on its own NATS
+    connection, so a request sent right after start-up could otherwise meet no responders.
+    """
+    from libs.contracts.errors import EchoError, Unavailable
+
     with environment(**env):
         await stack.stop(name)
         await stack.start(name)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            await stack.admin_call(name, PROBE_VERBS[name], {"__probe__": True}, timeout=5)
+        except Unavailable:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+            continue
+        except EchoError:
+            pass  # refused as invalid: the service is up
+        return
 
 
 def stack_call(stack: EchoStack, timeout: float = 600) -> Any:

@@ -1,0 +1,174 @@
+"""`echo-memory eval --sweep` and `--ablate`: agent-facts quality across store sizes and channels.
+
+Both run on a throw-away system (libs/eval/system.py), never on the user's memory: the sweep
+pads the store with thousands of synthetic distractor facts, and the ablation restarts the
+retrieval service with one channel switched off (ECHO_MEMORY_CHANNELS), which only a system the
+command owns may do.
+
+- sweep: the 200 agent-facts are written first (through `write_episode`, as `eval` does), then
+  the scope is padded with synthetic engineering facts (libs/eval/synthetic.py, written in
+  batches of 50) up to each size, and the 100 queries are asked again. Each size reports hit@1,
+  hit@10, MRR with 95% bootstrap intervals and the paired MRR change against the unpadded store.
+- ablation: one store, the queries asked once per channel set (all; each channel off in turn);
+  paired bootstrap intervals of the MRR change against all channels say whether a channel's
+  effect is distinguishable from noise. Optionally the same on LoCoMo conversations (episodes,
+  where the neighbour and episode-lexical channels act).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from libs.eval import agent_facts, synthetic
+from libs.eval.metrics import bootstrap_ci, hit_at, reciprocal_rank
+from libs.eval.runner import Call, new_scope, progress
+
+ALL_CHANNELS = ("dense", "lexical", "graph", "neighbour")
+DEFAULT_SWEEP = (1_000, 10_000)
+
+
+async def _write_facts(call: Call, scope: str, data: agent_facts.AgentFacts, show: bool) -> dict[str, str]:
+    """Store every dataset fact; returns stored fact id -> dataset id."""
+    by_id: dict[str, str] = {}
+    for index, (fact_id, text) in enumerate(data.facts, start=1):
+        result = await call("writes", "write_episode", {**agent_facts.write_args(fact_id, text), "scope": scope})
+        if not result.get("stored"):
+            raise RuntimeError(f"agent-facts {fact_id} was not stored: {result}")
+        by_id[result["edges_created"][0]["fact_id"]] = fact_id
+        if show and (index % 50 == 0 or index == len(data.facts)):
+            progress("write agent-facts", index, len(data.facts))
+    return by_id
+
+
+async def _score(call: Call, scope: str, data: agent_facts.AgentFacts, by_id: dict[str, str]) -> list[dict[str, Any]]:
+    """One row per query (in dataset order, so two runs can be paired)."""
+    rows = []
+    for qid, text, relevant, kind in data.queries:
+        result = await call("retrieval", "query_memory", {"query": text, "scope": scope, "top_k": 10})
+        ranked = [by_id.get(item["id"], "?") for item in result["results"]]
+        rows.append({"query": qid, "kind": kind, "hit1": hit_at(ranked, relevant, 1),
+                     "hit10": hit_at(ranked, relevant, 10), "mrr": reciprocal_rank(ranked, relevant)})
+    return rows
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": len(rows)}
+    for key in ("hit1", "hit10", "mrr"):
+        values = [r[key] for r in rows]
+        low, high = bootstrap_ci(values, samples=1000)
+        out[key] = round(statistics.fmean(values), 4)
+        out[f"{key}_ci95"] = [round(low, 4), round(high, 4)]
+    return out
+
+
+def _paired(rows: list[dict[str, Any]], base: list[dict[str, Any]], key: str = "mrr") -> dict[str, Any]:
+    """Mean change of `key` against `base` (same queries, same order) with its 95% bootstrap interval."""
+    diffs = [r[key] - b[key] for r, b in zip(rows, base, strict=True)]
+    low, high = bootstrap_ci(diffs, samples=1000)
+    return {"delta": round(statistics.fmean(diffs), 4), "ci95": [round(low, 4), round(high, 4)],
+            "significant": not (low <= 0.0 <= high)}
+
+
+async def run_sweep(
+    call: Call, path: str | Path, sizes: list[int], *, show: bool = False
+) -> dict[str, Any]:
+    """Quality at the dataset's own size and at each padded size (facts in the scope)."""
+    data = agent_facts.load(path)
+    scope = await new_scope(call, "eval-sweep")
+    by_id = await _write_facts(call, scope, data, show)
+    base = await _score(call, scope, data, by_id)
+    stored = len(data.facts)
+    points = [{"facts": stored, "distractors": 0, **_summary(base)}]
+    source = synthetic.FactSource(seed=23)
+    for size in sorted(s for s in sizes if s > stored):
+        for facts in source.batches(size - stored):
+            result = await call("writes", "write_episode", source.write_args(facts, scope, session="distractors"))
+            if not result.get("stored") or result.get("partial"):
+                raise RuntimeError(f"a distractor batch was not fully stored: {str(result)[:300]}")
+            stored += len(result["edges_created"])
+            if show:
+                progress(f"pad to {size}", stored, size)
+        rows = await _score(call, scope, data, by_id)
+        points.append({"facts": stored, "distractors": stored - len(data.facts), **_summary(rows),
+                       "mrr_vs_unpadded": _paired(rows, base)})
+    return {"dataset": "agent-facts", "experiment": "sweep", "distractors": "synthetic engineering facts "
+            "(libs/eval/synthetic.py, seed 23)", "points": points}
+
+
+async def run_ablation(
+    call: Call, restart: Any, path: str | Path, *, locomo: str | Path | None = None, conversations: int = 0,
+    show: bool = False,
+) -> dict[str, Any]:
+    """Every channel switched off in turn; `restart(channels_json | None)` restarts retrieval."""
+    from libs.eval.runner import run_locomo
+
+    data = agent_facts.load(path)
+    scope = await new_scope(call, "eval-ablate")
+    by_id = await _write_facts(call, scope, data, show)
+    configs = [("all channels", ALL_CHANNELS)] + [
+        (f"without {name}", tuple(c for c in ALL_CHANNELS if c != name)) for name in ALL_CHANNELS
+    ]
+    results: list[dict[str, Any]] = []
+    base: list[dict[str, Any]] | None = None
+    try:
+        for label, channels in configs:
+            await restart(json.dumps(list(channels)))
+            rows = await _score(call, scope, data, by_id)
+            entry: dict[str, Any] = {"config": label, "channels": list(channels), "agent_facts": _summary(rows)}
+            if base is None:
+                base = rows
+            else:
+                entry["agent_facts"]["mrr_vs_all"] = _paired(rows, base)
+            if locomo and conversations:
+                report = await run_locomo(call, locomo, conversations=conversations)
+                entry["locomo"] = {"questions": report["questions"], **report["overall"]}
+            results.append(entry)
+            if show:
+                sys.stderr.write(f"{label}: agent-facts MRR {entry['agent_facts']['mrr']}\n")
+    finally:
+        await restart(None)
+    return {"experiment": "ablation", "configs": results,
+            "locomo_conversations": conversations if locomo else 0}
+
+
+# -- the command (flags of `echo-memory eval`) ------------------------------------------------
+
+def add_arguments(parser: Any) -> None:
+    parser.add_argument("--sweep", action="store_true",
+                        help="the same metrics with the store padded by distractor facts (throw-away system)")
+    parser.add_argument("--sweep-sizes", default=",".join(str(s) for s in DEFAULT_SWEEP),
+                        help="store sizes in facts for --sweep, comma-separated")
+    parser.add_argument("--ablate", action="store_true",
+                        help="each retrieval channel switched off in turn, with bootstrap intervals (throw-away system)")
+    parser.add_argument("--ablate-locomo", type=int, default=0, metavar="N",
+                        help="with --ablate: also the first N LoCoMo conversations")
+
+
+def run(args: Any, datasets: Path) -> dict[str, Any]:
+    """Run --sweep and/or --ablate on a throw-away system; returns {"sweep": …, "ablation": …}."""
+    import asyncio
+
+    async def main() -> dict[str, Any]:
+        from libs.eval.system import restart_service, stack_call, throwaway_stack
+
+        out: dict[str, Any] = {}
+        async with throwaway_stack() as stack:
+            call = stack_call(stack)
+            if args.sweep:
+                sizes = [int(s) for s in args.sweep_sizes.split(",") if s.strip()]
+                out["sweep"] = await run_sweep(call, args.dataset, sizes, show=True)
+            if args.ablate:
+                async def restart(channels: str | None) -> None:
+                    await restart_service(stack, "retrieval", ECHO_MEMORY_CHANNELS=channels)
+
+                out["ablation"] = await run_ablation(
+                    call, restart, args.dataset, locomo=datasets / "locomo" / "locomo10.json",
+                    conversations=args.ablate_locomo, show=True,
+                )
+        return out
+
+    return asyncio.run(main())

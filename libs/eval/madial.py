@@ -1,0 +1,140 @@
+"""MADial-Bench (English): recall of the memories a dialogue should bring back.
+
+Files (JSON Lines despite the `.json` suffix, see the dataset's SOURCE.md):
+`MADial-Bench-en-memory.json` — `{"<id>": {time, scene, emotion, event}}` per line;
+`MADial-Bench-en-dialogue.json` — `{dialogue: [...], test-turn: [i, ...], relevant-id: [...]}`.
+
+The task as we run it: every memory's `event` is imported as one `document` episode (occurred
+at its date) into a throw-away scope through the batched `import_episodes` verb; each dialogue's
+lines before its first test turn (the assistant turn that should use a memory) are the query;
+gold = `relevant-id`. The memory pool is shared by both personas, as in the authors' runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from libs.eval.metrics import bootstrap_ci, hit_at, percentile, recall_at, reciprocal_rank
+
+Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+MEMORY_FILE = "MADial-Bench-en-memory.json"
+DIALOGUE_FILE = "MADial-Bench-en-dialogue.json"
+QUERY_MODES = ("context", "last-user", "recent-first")
+KS = (1, 5, 10, 20)
+
+
+@dataclass
+class Memory:
+    id: str
+    event: str
+    occurred_at: int | None
+
+
+@dataclass
+class Dialogue:
+    lines: list[str]  # "Speaker: text", in order, before the first test turn
+    relevant: set[str]
+
+
+def _files(path: str | Path) -> tuple[Path, Path]:
+    """The memory and dialogue files from a directory, or from either file's path."""
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    memory, dialogue = folder / MEMORY_FILE, folder / DIALOGUE_FILE
+    for needed in (memory, dialogue):
+        if not needed.exists():
+            raise FileNotFoundError(f"MADial-Bench file {needed.name} not found in {folder}")
+    return memory, dialogue
+
+
+def _line(raw: str) -> str:
+    """'<Bart>: "Hi!"\\n' -> 'Bart: Hi!'."""
+    speaker, _, text = raw.strip().partition(":")
+    return f"{speaker.strip().strip('<>')}: {text.strip().strip(chr(34))}"
+
+
+def load(path: str | Path) -> tuple[list[Memory], list[Dialogue]]:
+    """Every memory and every dialogue (with its context before the first test turn)."""
+    memory_file, dialogue_file = _files(path)
+    memories = []
+    for raw in memory_file.read_text(encoding="utf-8").splitlines():
+        if raw.strip():
+            for ident, item in json.loads(raw).items():
+                when = datetime.strptime(item["time"], "%Y-%m-%d").replace(tzinfo=UTC) if item.get("time") else None
+                memories.append(Memory(str(ident), item["event"], int(when.timestamp()) if when else None))
+    dialogues = []
+    for raw in dialogue_file.read_text(encoding="utf-8").splitlines():
+        if raw.strip():
+            item = json.loads(raw)
+            first = min(item["test-turn"])
+            lines = [_line(x) for x in item["dialogue"][1:first] if x.strip() not in ("<BOD>", "<EOD>")]
+            dialogues.append(Dialogue(lines, {str(r) for r in item["relevant-id"]}))
+    return memories, dialogues
+
+
+def query_text(dialogue: Dialogue, mode: str = "context") -> str:
+    """The query for a dialogue. context: every line before the test turn, in order;
+    last-user: the user's last line only; recent-first: every line, newest first (so the
+    embedder's 256-token window keeps the most recent lines)."""
+    if mode == "context":
+        return "\n".join(dialogue.lines)
+    if mode == "recent-first":
+        return "\n".join(reversed(dialogue.lines))
+    if mode == "last-user":
+        users = [line for line in dialogue.lines if not line.startswith("Assistant:")]
+        return (users or dialogue.lines)[-1]
+    raise ValueError(f"query mode must be one of {', '.join(QUERY_MODES)}")
+
+
+def ndcg_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
+    """Binary nDCG@k (the measure the dataset's SOURCE.md reports for the authors' baselines)."""
+    dcg = sum(1 / math.log2(i + 2) for i, ident in enumerate(ranked[:k]) if ident in gold)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(gold), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+async def run_madial(
+    call: Call, path: str | Path, *, dialogues: int | None = None, mode: str = "context", scope: str | None = None,
+) -> dict[str, Any]:
+    """recall@1/5/10/20, hit@5/10, MRR@20 and nDCG@5/10 with 95% bootstrap intervals, and latency."""
+    from libs.eval.runner import new_scope
+
+    if mode not in QUERY_MODES:
+        raise ValueError(f"query mode must be one of {', '.join(QUERY_MODES)}")
+    memories, items = load(path)
+    scope = scope or await new_scope(call, "eval-madial")
+    episodes = [{"kind": "document", "content": m.event, "occurred_at": m.occurred_at,
+                 "metadata": {"madial_memory_id": m.id}} for m in memories]
+    imported = await call("writes", "import_episodes", {"scope": scope, "episodes": episodes})
+    memory_of = dict(zip(imported["episode_ids"], (m.id for m in memories), strict=True))
+    rows: list[dict[str, float]] = []
+    latencies: list[float] = []
+    for dialogue in items[:dialogues]:
+        started = time.perf_counter()
+        result = await call("retrieval", "query_memory",
+                            {"query": query_text(dialogue, mode)[:4000], "scope": scope, "top_k": max(KS)})
+        latencies.append((time.perf_counter() - started) * 1000)
+        ranked = [memory_of.get(item["id"], "?") for item in result["results"]]
+        gold = dialogue.relevant
+        row = {f"recall@{k}": recall_at(ranked, gold, k) for k in KS}
+        row |= {"hit@5": hit_at(ranked, gold, 5), "hit@10": hit_at(ranked, gold, 10),
+                "mrr@20": reciprocal_rank(ranked, gold, 20), "ndcg@5": ndcg_at(ranked, gold, 5),
+                "ndcg@10": ndcg_at(ranked, gold, 10)}
+        rows.append(row)
+    overall: dict[str, Any] = {"n": len(rows)}
+    for key in rows[0] if rows else []:
+        values = [r[key] for r in rows]
+        low, high = bootstrap_ci(values, samples=1000)
+        overall[key] = round(statistics.fmean(values), 4)
+        overall[f"{key}_ci95"] = [round(low, 4), round(high, 4)]
+    return {"dataset": "madial-bench-en", "memories": len(memories), "dialogues": len(rows), "query_mode": mode,
+            "overall": overall, "latency_ms": {"p50": round(percentile(latencies, 50), 2),
+                                               "p95": round(percentile(latencies, 95), 2)}}
