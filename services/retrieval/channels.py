@@ -29,6 +29,12 @@ class Candidate:
     cos: float
     lex: float = 0.0
     graph: float = 0.0
+    # Lexical detail (BM25 mode only): distinct query terms the item matched, how many query
+    # terms its corpus knows at all, and the idf-weighted count of query word pairs that occur
+    # close together, in query order, in the item (see `proximity`).
+    matched: int = 0
+    terms: int = 0
+    prox: float = 0.0
     channels: set[str] = field(default_factory=set)
     neighbours: set[str] = field(default_factory=set)
 
@@ -104,9 +110,38 @@ async def lexical(
         sql = q.LEXICAL_EPISODES_BM25 if mode.mode == "bm25" else q.LEXICAL_EPISODES_TS_RANK
     with db_span(f"lexical_{kind}s_{mode.mode}", org=org):
         rows = await (await conn.execute(sql, params)).fetchall()
-    for ident, lex, cos in rows:
+    for ident, lex, cos, matched, terms, doc_positions, query_positions, idfs in rows:
         if lex and float(lex) > 0:
             _add(pool, (ident, cos), kind, "lexical", lex=float(lex))
+            cand = pool[str(ident)]
+            cand.matched, cand.terms = int(matched), int(terms)
+            if doc_positions and query_positions and int(matched) >= 2:
+                cand.prox = proximity(query_positions, doc_positions, idfs or {})
+
+
+PROXIMITY_WINDOW = 3
+PROXIMITY_SLACK = 2
+
+
+def proximity(query: dict[str, list[int]], doc: dict[str, list[int]], idf: dict[str, float]) -> float:
+    """Sum over adjacent query word pairs (a, b) that the item also has in that order, close by.
+
+    Pairs come from the query's lexemes in position order ("charity race", "another operation
+    ... progress"); a pair counts once, with the smaller idf of its two words, when b follows a
+    in the item within max(PROXIMITY_WINDOW, the pair's distance in the query + PROXIMITY_SLACK)
+    positions. 0.0 when no pair is close (or the item matched fewer than two terms).
+    """
+    order = sorted((pos, term) for term, positions in query.items() for pos in positions)
+    total = 0.0
+    seen: set[tuple[str, str]] = set()
+    for (pa, a), (pb, b) in zip(order, order[1:]):
+        if a == b or (a, b) in seen or a not in doc or b not in doc:
+            continue
+        reach = max(PROXIMITY_WINDOW, pb - pa + PROXIMITY_SLACK)
+        if any(0 < y - x <= reach for x in doc[a] for y in doc[b]):
+            seen.add((a, b))
+            total += min(float(idf.get(a, 0.0)), float(idf.get(b, 0.0)))
+    return total
 
 
 _WORD = re.compile(r"[\w][\w.+#/-]*", re.UNICODE)

@@ -84,10 +84,15 @@ def _bm25(table: str, alias: str, corpus: str, visible: str) -> str:
     idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)); tf = positions of the lexeme in the row's
     tsvector; document length = all positions (echo_tsv_length). Several scopes are read as one
     corpus (their counts are summed).
+
+    Besides the score, each row carries what the coordination and proximity boosts need: how
+    many distinct query terms it matched (`matched`, of `terms` query terms the corpus knows),
+    the positions of those terms in the row and in the query, and the terms' idf. The query-side
+    columns repeat on every row; they are a few hundred bytes and save a round trip.
     """
     return f"""
 WITH q AS (
-    SELECT DISTINCT u.lexeme AS term FROM unnest(to_tsvector('english', %(query)s)) AS u
+    SELECT u.lexeme AS term, u.positions FROM unnest(to_tsvector('english', %(query)s)) AS u
 ),
 st AS (
     SELECT coalesce(sum(doc_count), 0)::float8 AS n,
@@ -120,7 +125,12 @@ SELECT c.id,
            / ((cardinality(u.positions) + (u.positions IS NULL)::int)
               + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * echo_tsv_length(c.tsv) / greatest(st.avgdl, 1))))
            AS lex,
-       1 - (c.embedding <=> %(embedding)s) AS cos
+       1 - (c.embedding <=> %(embedding)s) AS cos,
+       count(*) AS matched,
+       (SELECT count(*) FROM idf) AS terms,
+       jsonb_object_agg(u.lexeme, coalesce(u.positions::int[], '{{}}')) AS doc_positions,
+       (SELECT jsonb_object_agg(q.term, coalesce(q.positions::int[], '{{}}')) FROM q) AS query_positions,
+       (SELECT jsonb_object_agg(idf.term, idf.idf) FROM idf) AS idfs
 FROM cand c
 CROSS JOIN st
 CROSS JOIN LATERAL unnest(c.tsv) AS u
@@ -138,7 +148,9 @@ WITH sel AS (
     SELECT string_agg(quote_literal(u.lexeme), ' | ')::tsquery AS tsq
     FROM unnest(to_tsvector('english', %(query)s)) AS u
 )
-SELECT {alias}.id, ts_rank({alias}.tsv, sel.tsq) AS lex, 1 - ({alias}.embedding <=> %(embedding)s) AS cos
+SELECT {alias}.id, ts_rank({alias}.tsv, sel.tsq) AS lex, 1 - ({alias}.embedding <=> %(embedding)s) AS cos,
+       0 AS matched, 0 AS terms, NULL::jsonb AS doc_positions, NULL::jsonb AS query_positions,
+       NULL::jsonb AS idfs
 FROM {table} {alias}, sel
 WHERE {visible} AND {alias}.tsv @@ sel.tsq
 ORDER BY lex DESC, {alias}.id

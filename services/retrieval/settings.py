@@ -12,12 +12,27 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class FusionWeights(BaseModel):
-    """fused = cos + lexical·bm25/max_bm25 (+ graph·ppr/max_ppr for facts)
-    (+ neighbour·best fused score of the adjacent turns, for episodes). Ranking only; the
-    `score` callers see is always the cosine."""
+    """fused = cos + (lexical + coordination·[matched ≥ min(3, query terms)])·bm25/max_bm25
+    + proximity·prox/max_bm25 (+ graph·ppr/max_ppr for facts) (+ neighbour·best fused score of
+    the adjacent turns, for episodes). Ranking only; the `score` callers see is always the cosine.
 
-    fact_lexical: float = Field(0.03, description="weight of max-normalised BM25 for facts")
+    Facts get no plain BM25 boost: on agent-facts any boost for one or two shared words pulls
+    distractors above true paraphrases, while matching three query words (or every word of a
+    shorter query) is strong enough evidence. Chat turns need the plain boost (dense alone is
+    weak on LoCoMo)."""
+
+    fact_lexical: float = Field(0.0, description="weight of max-normalised BM25 for facts")
     episode_lexical: float = Field(0.8, description="weight of max-normalised BM25 for episodes")
+    fact_coordination: float = Field(
+        0.1, description="extra max-normalised BM25 for a fact that matches min(3, query terms) distinct terms"
+    )
+    episode_coordination: float = Field(
+        0.2, description="extra max-normalised BM25 for a turn that matches min(3, query terms) distinct terms"
+    )
+    fact_proximity: float = Field(0.0, description="weight of max-normalised proximity for facts")
+    episode_proximity: float = Field(
+        0.8, description="weight of proximity (query word pairs close together, idf) / max BM25 for episodes"
+    )
     graph: float = Field(0.05, description="weight of max-normalised personalized PageRank for facts")
     neighbour: float = Field(0.4, description="share of an adjacent turn's fused score added to a turn")
 
