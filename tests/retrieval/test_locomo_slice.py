@@ -14,7 +14,8 @@ from libs.eval.runner import run_locomo
 from libs.testing import EchoStack
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "locomo10.json"
-FLOOR = {"recall": 0.60, "hit": 0.65, "mrr": 0.40}
+# Measured with coordination + proximity fusion: recall 0.625, hit 0.725, MRR 0.545 (MRR was 0.530).
+FLOOR = {"recall": 0.60, "hit": 0.65, "mrr": 0.48}
 
 
 async def test_locomo_slice_recall_stays_above_its_floor(stack: EchoStack) -> None:
