@@ -371,7 +371,10 @@ def register(sub: Any) -> None:
 
 
 def _parse_sizes(text: str) -> list[int]:
-    sizes = [int(part) for part in text.split(",") if part.strip()]
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
     if not sizes or any(s < 1 for s in sizes):
         raise ValueError("--sizes takes positive integers, e.g. 250,10000,100000")
     return sizes
