@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from libs.contracts.audit import AUDIT_KINDS, AuditEntry, GetAuditLogInput, GetAuditLogResult
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
-from libs.store.scopes import resolve_scope
+from libs.store.scopes import public_name, resolve_scope
 from services.audit import queries as q
 from services.audit.access import readable_scopes
 
@@ -69,7 +69,7 @@ async def get_audit_log(conn: psycopg.AsyncConnection, caller: Caller, args: Get
 def entry_from_row(row: dict[str, Any]) -> AuditEntry:
     scope = row["scope_name"]
     return AuditEntry(
-        id=row["id"], kind=row["kind"], scope=("solo" if scope and scope.startswith("solo:") else scope),
+        id=row["id"], kind=row["kind"], scope=public_name(scope) if scope else scope,
         agent_id=row["agent_id"], session_id=row["session_id"], tool=row["tool"],
         fact_id=str(row["fact_id"]) if row["fact_id"] else None,
         entity_id=str(row["entity_id"]) if row["entity_id"] else None,

@@ -18,6 +18,7 @@ from libs.contracts.audit import EntityTrail, FactVersion, ReadOfFact, SaveOfFac
 from libs.contracts.bus import Caller
 from libs.contracts.common import Provenance
 from libs.contracts.errors import InvalidArgument, NotFound
+from libs.store.scopes import public_name
 from services.audit import queries as q
 from services.audit.access import readable_scopes
 from services.audit.log import entry_from_row
@@ -40,7 +41,7 @@ async def why(conn: psycopg.AsyncConnection, caller: Caller, args: WhyInput) -> 
         if found is None:
             raise NotFound(f"no fact {fact_id} in the scopes this token may read")
         scope_id, stored = str(found["scope_id"]), found["scope_name"]
-        public = "solo" if stored.startswith("solo:") else stored
+        public = public_name(stored)
         base = {"fact_id": fact_id, "scope_id": scope_id}
 
         await cur.execute(q.FACT_VERSIONS, base)

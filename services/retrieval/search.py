@@ -18,7 +18,7 @@ from libs.contracts.common import Provenance
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
 from libs.embed import MiniLM
-from libs.store.scopes import Scope, resolve_read_scopes
+from libs.store.scopes import Scope, public_name, resolve_read_scopes
 from libs.telemetry import db_span
 from services.retrieval import channels as ch
 from services.retrieval import queries as q
@@ -187,16 +187,12 @@ def _take(
                 provenance=Provenance(
                     agent_id=row["agent_id"], tool=row["tool"], project=row["project"],
                     session_id=row["session_id"], written_at=row["written_at"], valid_from=row["t_valid"],
-                    valid_until=row["t_invalid"], scope=_public_scope(row["scope_name"]),
+                    valid_until=row["t_invalid"], scope=public_name(row["scope_name"]),
                 ),
                 source=row["source"], target=row["target"], relation=row["relation"],
             )
         )
     return items, total, 0
-
-
-def _public_scope(stored: str) -> str:
-    return "solo" if stored.startswith("solo:") else stored
 
 
 def _empty_note(scopes: list[Scope], args: QueryMemoryInput) -> str:
