@@ -197,6 +197,7 @@ async def run_benchmark(
     digests: int | None = None, allow_copy: bool = True, show: bool = False,
 ) -> dict[str, Any]:
     """Measure at every checkpoint; returns the report (see `render` for the table)."""
+    commit = _commit()  # the code under test is the code at start-up, whatever lands meanwhile
     questions = synthetic.questions(queries)
     source = synthetic.FactSource()
     rows: list[dict[str, Any]] = []
@@ -232,7 +233,7 @@ async def run_benchmark(
         channel_costs = await _channel_costs(target, timer, scope, questions, show) if rows else {}
         errors = timer.errors
     report: dict[str, Any] = {
-        "system": target.description, "scope": scope, "commit": _commit(), "cpus": os.cpu_count(),
+        "system": target.description, "scope": scope, "commit": commit, "cpus": os.cpu_count(),
         "queries": queries, "writes": writes, "rows": rows, "noise_floor": noise, "errors": errors[:20],
         "error_count": len(errors), "ratio": _ratio(rows), "channel_costs": channel_costs,
     }
