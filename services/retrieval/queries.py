@@ -16,6 +16,11 @@ BM25_B = 0.4
 # score of candidates, but does not make candidates by itself: "the", a speaker's name on every
 # turn, or "service" in a store of 100k service facts would otherwise pull in most of the corpus.
 CANDIDATE_DF_SHARE = 0.2
+# Candidate rows come from the rarest query terms until their document frequencies add up to
+# this many postings (the rarest always counts). It bounds the lexical channel's work on large
+# scopes (measured 897 ms → see docs/BENCHMARKS.md at 100k facts) and changes nothing on the dev
+# sets, whose scopes are far smaller. Every matched term still scores candidates found this way.
+CANDIDATE_POSTINGS = 2000
 
 _FACT_COLUMNS = """
 f.id, f.text, f.token_count, f.agent_id, f.tool, f.project, f.session_id, f.written_at,
@@ -107,37 +112,49 @@ w AS (
 ),
 idf AS (
     SELECT w.term, w.df, ln(1 + (st.n - w.df + 0.5) / (w.df + 0.5)) AS idf,
-           row_number() OVER (ORDER BY w.df, w.term) AS rarity
+           row_number() OVER (ORDER BY w.df, w.term) AS rarity,
+           sum(w.df) OVER (ORDER BY w.df, w.term) AS postings
     FROM w CROSS JOIN st WHERE w.df > 0
 ),
 sel AS (
     SELECT string_agg(quote_literal(idf.term), ' | ')::tsquery AS tsq
     FROM idf CROSS JOIN st
-    WHERE idf.df <= greatest(st.n * {CANDIDATE_DF_SHARE}, 1) OR idf.rarity <= 2
+    WHERE (idf.df <= greatest(st.n * {CANDIDATE_DF_SHARE}, 1) OR idf.rarity <= 2)
+      AND (idf.postings <= {CANDIDATE_POSTINGS} OR idf.rarity = 1)
 ),
 cand AS (
-    SELECT {alias}.id, {alias}.tsv, {alias}.embedding
+    SELECT {alias}.id, {alias}.tsv
     FROM {table} {alias}, sel
     WHERE {visible} AND {alias}.tsv @@ sel.tsq
+),
+-- Rank every candidate by BM25 alone, then fetch vectors and positions for the top rows only:
+-- carrying embeddings and building JSON for every candidate dominated the query at 100k rows.
+scored AS (
+    SELECT c.id,
+           sum(idf.idf * (cardinality(u.positions) + (u.positions IS NULL)::int) * ({BM25_K1} + 1)
+               / ((cardinality(u.positions) + (u.positions IS NULL)::int)
+                  + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * echo_tsv_length(c.tsv) / greatest(st.avgdl, 1))))
+               AS lex,
+           count(*) AS matched
+    FROM cand c
+    CROSS JOIN st
+    CROSS JOIN LATERAL unnest(c.tsv) AS u
+    JOIN idf ON idf.term = u.lexeme
+    GROUP BY c.id
+    ORDER BY lex DESC, c.id
+    LIMIT %(limit)s
 )
-SELECT c.id,
-       sum(idf.idf * (cardinality(u.positions) + (u.positions IS NULL)::int) * ({BM25_K1} + 1)
-           / ((cardinality(u.positions) + (u.positions IS NULL)::int)
-              + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * echo_tsv_length(c.tsv) / greatest(st.avgdl, 1))))
-           AS lex,
-       1 - (c.embedding <=> %(embedding)s) AS cos,
-       count(*) AS matched,
+SELECT s.id, s.lex,
+       1 - (t.embedding <=> %(embedding)s) AS cos,
+       s.matched,
        (SELECT count(*) FROM idf) AS terms,
-       jsonb_object_agg(u.lexeme, coalesce(u.positions::int[], '{{}}')) AS doc_positions,
+       (SELECT jsonb_object_agg(u.lexeme, coalesce(u.positions::int[], '{{}}'))
+          FROM unnest(t.tsv) AS u JOIN idf ON idf.term = u.lexeme) AS doc_positions,
        (SELECT jsonb_object_agg(q.term, coalesce(q.positions::int[], '{{}}')) FROM q) AS query_positions,
        (SELECT jsonb_object_agg(idf.term, idf.idf) FROM idf) AS idfs
-FROM cand c
-CROSS JOIN st
-CROSS JOIN LATERAL unnest(c.tsv) AS u
-JOIN idf ON idf.term = u.lexeme
-GROUP BY c.id, c.embedding
-ORDER BY lex DESC, c.id
-LIMIT %(limit)s
+FROM scored s
+JOIN {table} t ON t.id = s.id
+ORDER BY s.lex DESC, s.id
 """
 
 

@@ -47,7 +47,7 @@ class RetrievalSettings(BaseSettings):
         20_000, description="rows of a corpus in the scopes read above which dense search uses HNSW"
     )
     candidates: int = Field(50, description="candidates each channel contributes before fusion")
-    graph_edge_cap: int = Field(2_000, description="edges loaded around the seeds for PageRank")
+    graph_edge_cap: int = Field(500, description="edges loaded around the seeds for PageRank (per hop)")
     channels: tuple[str, ...] = Field(
         ("dense", "lexical", "graph", "neighbour"), description="channels switched on (ablation)"
     )
