@@ -228,6 +228,7 @@ async def _write_fact(
     """End the active edge (if any) and insert the new one, with its audit row and outbox event."""
     fact = p.fact
     supersedes = str(p.active["id"]) if p.active is not None else None
+    hint_added = _hint_added_later(p)
     if supersedes is not None:
         ended = await conn.execute(q.END_EDGE, {"now": now, "id": supersedes, "scope_id": scope.id})
         assert ended.rowcount == 1, "the active edge is row-locked, so it cannot end under us"
@@ -238,7 +239,8 @@ async def _write_fact(
                 {"scope_id": scope.id, "source": p.source.entity_id, "target": p.target.entity_id,
                  "relation": p.relation, "episode_id": episode_id, "text": fact.fact,
                  "confidence": fact.confidence, "causal_hint": fact.causal_hint,
-                 "hint_origin": "write" if fact.causal_hint else None, "now": now, "supersedes": supersedes,
+                 "hint_origin": ("post_hoc" if hint_added else "write") if fact.causal_hint else None,
+                 "now": now, "supersedes": supersedes,
                  "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
                  "session_id": args.session_id, "embedding": p.vector, "tokens": count_tokens(fact.fact)},
             )
@@ -251,6 +253,14 @@ async def _write_fact(
         await audit(conn, caller, scope, kind="fact_created", session_id=args.session_id, fact_id=fact_id,
                     after={**edge, **claim, "fact_id": fact_id}, reason=f"{caller.agent_id} recorded that {fact.fact}")
         await emit(conn, caller, "fact.created", event)
+    elif hint_added:
+        # The same claim, now with the causal hint it lacked: a new version like any change, but
+        # audited as a post-hoc hint so trace_cause readers can tell it was not stated at the time.
+        await audit(conn, caller, scope, kind="causal_hint_added", session_id=args.session_id, fact_id=fact_id,
+                    before={"causal_hint": None, "fact_id": supersedes},
+                    after={**edge, **claim, "fact_id": fact_id}, post_hoc=True,
+                    reason=f"{caller.agent_id} added the causal hint '{fact.causal_hint}' to an existing claim")
+        await emit(conn, caller, "fact.superseded", {**event, "supersedes": supersedes})
     else:
         before = {k: p.active[k] for k in ("text", "confidence", "causal_hint")} | {"fact_id": supersedes}
         await audit(conn, caller, scope, kind="fact_superseded", session_id=args.session_id, fact_id=fact_id,
@@ -259,6 +269,17 @@ async def _write_fact(
         await emit(conn, caller, "fact.superseded", {**event, "supersedes": supersedes})
     return EdgeRef(fact_id=fact_id, source=edge["source"], target=edge["target"], relation=p.relation,
                    supersedes=supersedes)
+
+
+def _hint_added_later(p: _Planned) -> bool:
+    """True when the only change to the active edge is a causal hint it did not have."""
+    return (
+        p.active is not None
+        and p.active["causal_hint"] is None
+        and p.fact.causal_hint is not None
+        and p.active["text"] == p.fact.fact
+        and p.active["confidence"] == p.fact.confidence
+    )
 
 
 async def _audit_entity(
@@ -291,6 +312,7 @@ async def audit(
     entity_id: str | None = None,
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
+    post_hoc: bool = False,
 ) -> None:
     """One audit row in the caller's transaction (kinds: libs/contracts/audit.py AUDIT_KINDS)."""
     await conn.execute(
@@ -298,7 +320,7 @@ async def audit(
         {"scope_id": scope.id if scope else None, "kind": kind, "agent_id": caller.agent_id,
          "session_id": session_id, "tool": caller.tool, "fact_id": fact_id, "entity_id": entity_id,
          "before": Jsonb(before) if before is not None else None,
-         "after": Jsonb(after) if after is not None else None, "reason": reason},
+         "after": Jsonb(after) if after is not None else None, "reason": reason, "post_hoc": post_hoc},
     )
 
 

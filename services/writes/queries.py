@@ -30,9 +30,10 @@ VALUES (%(scope_id)s, %(episode_id)s, %(source)s, %(target)s, %(relation)s, %(te
 RETURNING id
 """
 INSERT_AUDIT = """
-INSERT INTO audit_log (scope_id, kind, agent_id, session_id, tool, fact_id, entity_id, before, after, reason)
+INSERT INTO audit_log (scope_id, kind, agent_id, session_id, tool, fact_id, entity_id, before, after, reason,
+                       post_hoc)
 VALUES (%(scope_id)s, %(kind)s, %(agent_id)s, %(session_id)s, %(tool)s, %(fact_id)s, %(entity_id)s,
-        %(before)s, %(after)s, %(reason)s)
+        %(before)s, %(after)s, %(reason)s, %(post_hoc)s)
 """
 INSERT_OUTBOX = "INSERT INTO outbox (kind, payload) VALUES (%s, %s)"
 # The wall clock read after the scope lock is held, not now() (the transaction's start): a writer

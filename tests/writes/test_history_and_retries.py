@@ -107,3 +107,24 @@ async def test_parallel_retries_of_one_key_store_once_and_answer_alike(stack: Ec
     assert all(r == results[0] for r in results), results
     assert results[0]["stored"] is True
     assert (await counts(stack.database_url))["facts"] == 1
+
+
+async def test_a_causal_hint_added_later_is_a_new_version_audited_as_post_hoc(stack: EchoStack) -> None:
+    plain = episode([("Deploy freeze", "decision"), ("Outage", "incident")],
+                    [fact("Deploy freeze", "Outage", "followed", "The deploy freeze followed the outage.")])
+    hinted = episode([("Deploy freeze", "decision"), ("Outage", "incident")],
+                     [fact("Deploy freeze", "Outage", "followed", "The deploy freeze followed the outage.",
+                           causal_hint="caused_by")])
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        _, first = await call(client, "write_episode", plain)
+        _, second = await call(client, "write_episode", hinted)
+        _, again = await call(client, "write_episode", hinted)
+    [old] = first["edges_created"]
+    [new] = second["edges_created"]
+    assert new["supersedes"] == old["fact_id"]
+    assert again["not_stored"] == "unchanged"  # restating the hinted claim stores nothing
+    rows = await sql(stack.database_url, "SELECT kind, post_hoc, before->>'fact_id', after->>'causal_hint' "
+                                         "FROM audit_log WHERE fact_id = %s", (new["fact_id"],))
+    assert rows == [("causal_hint_added", True, old["fact_id"], "caused_by")]
+    origin = await sql(stack.database_url, "SELECT hint_origin FROM facts WHERE id = %s", (new["fact_id"],))
+    assert origin == [("post_hoc",)]
