@@ -25,23 +25,10 @@ from typing import Any
 
 from libs.eval import agent_facts, synthetic
 from libs.eval.metrics import bootstrap_ci, hit_at, reciprocal_rank
-from libs.eval.runner import Call, new_scope, progress
+from libs.eval.runner import Call, new_scope, progress, write_agent_facts
 
 ALL_CHANNELS = ("dense", "lexical", "graph", "neighbour")
 DEFAULT_SWEEP = (1_000, 10_000)
-
-
-async def _write_facts(call: Call, scope: str, data: agent_facts.AgentFacts, show: bool) -> dict[str, str]:
-    """Store every dataset fact; returns stored fact id -> dataset id."""
-    by_id: dict[str, str] = {}
-    for index, (fact_id, text) in enumerate(data.facts, start=1):
-        result = await call("writes", "write_episode", {**agent_facts.write_args(fact_id, text), "scope": scope})
-        if not result.get("stored"):
-            raise RuntimeError(f"agent-facts {fact_id} was not stored: {result}")
-        by_id[result["edges_created"][0]["fact_id"]] = fact_id
-        if show and (index % 50 == 0 or index == len(data.facts)):
-            progress("write agent-facts", index, len(data.facts))
-    return by_id
 
 
 async def _score(call: Call, scope: str, data: agent_facts.AgentFacts, by_id: dict[str, str]) -> list[dict[str, Any]]:
@@ -79,7 +66,7 @@ async def run_sweep(
     """Quality at the dataset's own size and at each padded size (facts in the scope)."""
     data = agent_facts.load(path)
     scope = await new_scope(call, "eval-sweep")
-    by_id = await _write_facts(call, scope, data, show)
+    by_id = await write_agent_facts(call, scope, data, show)
     base = await _score(call, scope, data, by_id)
     stored = len(data.facts)
     points = [{"facts": stored, "distractors": 0, **_summary(base)}]
@@ -108,7 +95,7 @@ async def run_ablation(
 
     data = agent_facts.load(path)
     scope = await new_scope(call, "eval-ablate")
-    by_id = await _write_facts(call, scope, data, show)
+    by_id = await write_agent_facts(call, scope, data, show)
     configs = [("all channels", ALL_CHANNELS)] + [
         (f"without {name}", tuple(c for c in ALL_CHANNELS if c != name)) for name in ALL_CHANNELS
     ]

@@ -56,6 +56,19 @@ async def import_conversation(call: Call, scope: str, conv: locomo.Conversation,
     return by_id
 
 
+async def write_agent_facts(call: Call, scope: str, data: agent_facts.AgentFacts, show: bool) -> dict[str, str]:
+    """Store every dataset fact; returns stored fact id -> dataset id."""
+    by_id: dict[str, str] = {}
+    for index, (fact_id, text) in enumerate(data.facts, start=1):
+        result = await call("writes", "write_episode", {**agent_facts.write_args(fact_id, text), "scope": scope})
+        if not result.get("stored"):
+            raise RuntimeError(f"agent-facts {fact_id} was not stored: {result}")
+        by_id[result["edges_created"][0]["fact_id"]] = fact_id
+        if show and (index % 50 == 0 or index == len(data.facts)):
+            progress("write agent-facts", index, len(data.facts))
+    return by_id
+
+
 async def run_locomo(
     call: Call, path: str | Path, *, conversations: int | None = None, questions: int | None = None,
     k: int = 10, show: bool = False,
@@ -96,14 +109,7 @@ async def run_agent_facts(
     """hit@1, hit@10, MRR by query kind; with `context`, tokens per recall vs a full notes dump."""
     data = agent_facts.load(path)
     scope = await new_scope(call, "eval-agent-facts")
-    by_id: dict[str, str] = {}
-    for index, (fact_id, text) in enumerate(data.facts, start=1):
-        result = await call("writes", "write_episode", {**agent_facts.write_args(fact_id, text), "scope": scope})
-        if not result.get("stored"):
-            raise RuntimeError(f"agent-facts {fact_id} was not stored: {result}")
-        by_id[result["edges_created"][0]["fact_id"]] = fact_id
-        if show and (index % 50 == 0 or index == len(data.facts)):
-            progress("write agent-facts", index, len(data.facts))
+    by_id = await write_agent_facts(call, scope, data, show)
     rows: list[dict[str, Any]] = []
     latencies: list[float] = []
     tokens: list[int] = []
