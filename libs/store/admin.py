@@ -12,6 +12,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from libs.store import tokens
+from libs.store.scopes import SCOPE_STATS
 from libs.store.schema import apply_migrations, schema_version
 
 __all__ = [
@@ -30,14 +31,6 @@ ON CONFLICT (name) DO UPDATE
 SET description = EXCLUDED.description, readers = EXCLUDED.readers,
     writers = EXCLUDED.writers, retention_days = EXCLUDED.retention_days
 WHERE scopes.kind = 'named'
-"""
-SCOPE_STATS = """
-SELECT s.name,
-       count(f.id) AS facts,
-       count(f.id) FILTER (WHERE f.t_invalid IS NULL) AS active_facts,
-       max(f.written_at) AS last_write
-FROM scopes s LEFT JOIN facts f ON f.scope_id = s.id
-GROUP BY s.name ORDER BY s.name
 """
 
 

@@ -21,6 +21,17 @@ Mode = Literal["read", "write"]
 # also holds behind a transaction-pooling proxy). Writes, imports and reindex all take it.
 SCOPE_WRITE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:scope:' || %s::text))"
 
+# Facts per scope (all versions and the active ones) and the last write: `echo-memory status` and
+# the operator's MemoryScope status both report it.
+SCOPE_STATS = """
+SELECT s.name,
+       count(f.id) AS facts,
+       count(f.id) FILTER (WHERE f.t_invalid IS NULL) AS active_facts,
+       max(f.written_at) AS last_write
+FROM scopes s LEFT JOIN facts f ON f.scope_id = s.id
+GROUP BY s.name ORDER BY s.name
+"""
+
 SELECT_SCOPE = """
 SELECT id, name, kind, owner_agent, readers, writers FROM scopes WHERE name = %s
 """

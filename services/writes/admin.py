@@ -23,6 +23,8 @@ from libs.contracts.admin import (
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument, ScopeDenied
 from libs.store import tokens
+from libs.store.schema import read_version_async
+from libs.store.scopes import SCOPE_STATS
 from services.writes import queries as q
 
 ADMIN_AGENTS = frozenset({"admin"})
@@ -91,9 +93,8 @@ async def scope_create(conn: psycopg.AsyncConnection, caller: Caller, args: Scop
 
 
 async def status(conn: psycopg.AsyncConnection, caller: Caller, args: NoArgs) -> StatusResult:
+    version = await read_version_async(conn)
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(q.SCHEMA_VERSION)
-        version = (await cur.fetchone())["v"]  # type: ignore[index]
-        await cur.execute(q.SCOPE_COUNTS)
-        counts = [ScopeCount(**r) for r in await cur.fetchall()]
+        await cur.execute(SCOPE_STATS)
+        counts = [ScopeCount(scope=r.pop("name"), **r) for r in await cur.fetchall()]
     return StatusResult(schema_version=version, scopes=counts)

@@ -40,14 +40,6 @@ INSERT_OUTBOX = "INSERT INTO outbox (kind, payload) VALUES (%s, %s)"
 # that queued behind another must not end that writer's edge at a time before it began.
 TRANSACTION_NOW = "SELECT clock_timestamp()"
 
-SCOPE_COUNTS = """
-SELECT s.name AS scope, count(f.id) AS facts,
-       count(f.id) FILTER (WHERE f.t_invalid IS NULL) AS active_facts,
-       max(f.written_at) AS last_write
-FROM scopes s LEFT JOIN facts f ON f.scope_id = s.id
-GROUP BY s.name ORDER BY s.name
-"""
-SCHEMA_VERSION = "SELECT coalesce(max(version), 0) AS v FROM schema_migrations"
 INSERT_NAMED_SCOPE = """
 INSERT INTO scopes (name, kind, description) VALUES (%s, 'named', %s)
 ON CONFLICT (name) DO NOTHING RETURNING id
