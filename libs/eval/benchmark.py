@@ -26,8 +26,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -450,12 +450,7 @@ async def _against_running(settings: Any, args: Any, sizes: list[int], token: st
             await broker.stop()
 
 
-@asynccontextmanager
-async def _mcp(url: str, token: str) -> AsyncIterator[Any]:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
+def _mcp(url: str, token: str) -> AbstractAsyncContextManager[Any]:
+    from libs.testing import mcp_http_client  # imported late: it pulls in the in-process harness
 
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
+    return mcp_http_client(url, token)

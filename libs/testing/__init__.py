@@ -7,7 +7,7 @@ drive the system through the real MCP client and still read the spans it produce
 import tempfile
 from pathlib import Path
 
-from libs.testing.stack import EchoStack
+from libs.testing.stack import EchoStack, mcp_http_client
 
 
 def server_dir(prefix: str) -> Path:
@@ -20,4 +20,4 @@ def server_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"echo-{prefix}-", dir="/tmp"))
 
 
-__all__ = ["EchoStack", "server_dir"]
+__all__ = ["EchoStack", "mcp_http_client", "server_dir"]

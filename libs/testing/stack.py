@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import httpx2
@@ -21,6 +21,14 @@ from libs.contracts.bus import Caller
 from libs.embed import MiniLM
 from libs.store import admin
 from libs.supervisor.ports import free_port
+
+
+@asynccontextmanager
+async def mcp_http_client(url: str, token: str) -> AsyncIterator[Client]:
+    """The real MCP SDK client over streamable HTTP, sending `token` as its bearer token."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            yield client
 
 
 class EchoStack:
@@ -94,12 +102,9 @@ class EchoStack:
             write_scopes=write if write is not None else ["shared", "solo"],
         )
 
-    @asynccontextmanager
-    async def client(self, token: str) -> AsyncIterator[Client]:
+    def client(self, token: str) -> AbstractAsyncContextManager[Client]:
         """A real MCP SDK client over HTTP with the bearer token."""
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-            async with Client(streamable_http_client(self.url, http_client=http)) as client:
-                yield client
+        return mcp_http_client(self.url, token)
 
     async def admin_call(self, service: str, verb: str, args: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
         """A bus request as the org's admin identity (what the CLI sends)."""

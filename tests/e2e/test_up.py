@@ -18,13 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx2
 import psutil
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from libs.testing import server_dir
+from libs.testing import mcp_http_client, server_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -80,9 +77,8 @@ def cli(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProc
 
 
 async def call(url: str, token: str, tool: str, arguments: dict) -> object:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            return await client.call_tool(tool, arguments)
+    async with mcp_http_client(url, token) as client:
+        return await client.call_tool(tool, arguments)
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from libs.supervisor.ports import free_port
 from libs.testing import EchoStack
+from libs.testing import mcp_http_client as mcp_client  # noqa: F401  (the edge tests' name for it)
 from services.edge.app import RunningEdge, start_edge
 from services.edge.settings import EdgeSettings
 
@@ -26,14 +24,6 @@ async def extra_edge(stack: EchoStack, **limits: object) -> AsyncIterator[Runnin
         yield edge
     finally:
         await edge.stop()
-
-
-@asynccontextmanager
-async def mcp_client(url: str, token: str) -> AsyncIterator[Client]:
-    """The real MCP SDK client over HTTP with a bearer token."""
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
 
 
 @dataclass(frozen=True)
