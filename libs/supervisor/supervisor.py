@@ -51,6 +51,7 @@ class Child:
     last_exit: int | None = None
     port: int | None = None
     env: dict[str, str] = field(default_factory=dict)
+    log_offset: int = 0  # where this run's output starts in the (appended) log file
 
 
 def acquire_lock(home: Path) -> IO[str]:
@@ -161,9 +162,9 @@ class Supervisor:
             env["ECHO_MEMORY_EDGE_PORT"] = str(child.port)
         if child.log is None:
             child.log = open(self.home / "logs" / f"{child.name}.log", "ab")  # noqa: SIM115
-        # Readiness is read from the log after this marker, so an old run's "ready" never counts.
         child.log.write(f"--- start {datetime.now(tz=UTC).isoformat()}\n".encode())
         child.log.flush()
+        child.log_offset = child.log.tell()
         child.process = subprocess.Popen(
             [sys.executable, "-m", "libs.cli", "service", child.name],
             env=env, stdin=subprocess.DEVNULL, stdout=child.log, stderr=subprocess.STDOUT,
@@ -181,10 +182,12 @@ class Supervisor:
         pending = {n for n in self.children if n != "edge"}
         while pending and time.monotonic() < deadline:
             for name in list(pending):
-                log = (self.home / "logs" / f"{name}.log").read_bytes()
-                if f"echo-memory {name}: ready".encode() in log.split(b"--- start", maxsplit=-1)[-1]:
-                    pending.discard(name)
                 child = self.children[name]
+                with open(self.home / "logs" / f"{name}.log", "rb") as handle:
+                    handle.seek(child.log_offset)  # only this run's output: an old "ready" never counts
+                    log = handle.read()
+                if f"echo-memory {name}: ready".encode() in log:
+                    pending.discard(name)
                 if child.process is not None and child.process.poll() is not None and name in pending:
                     tail = log.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
                     raise StartupError(f"the {name} service exited at start: {tail[0]}")
