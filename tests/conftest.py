@@ -11,7 +11,6 @@ import re
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import psycopg
 import pytest

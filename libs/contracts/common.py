@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 Confidence = Literal["extracted", "inferred", "ambiguous"]
 CausalHint = Literal["caused_by", "led_to", "enabled_by", "blocked_by", "contradicts"]

@@ -216,7 +216,7 @@ SELECT f.id, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
 WHERE {_VISIBLE} AND f.id = ANY(%(ids)s)
 """
 # The turns next to a hit in the same session (the neighbour channel).
-EPISODE_NEIGHBOURS = f"""
+EPISODE_NEIGHBOURS = """
 SELECT nb.id, hit.id AS hit_id, 1 - (nb.embedding <=> %(embedding)s) AS cos
 FROM episodes hit
 JOIN episodes nb
