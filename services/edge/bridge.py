@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from services.edge.app import SERVER_NAME
 from services.edge.instructions import SERVER_INSTRUCTIONS
-from services.edge.tools import TOOLS, ToolSpec, _RawArguments
+from services.edge.tools import TOOLS, ToolSpec, add_contract_tool
 
 
 def _forward(spec: ToolSpec, remote: Client):  # type: ignore[no-untyped-def]
@@ -36,17 +36,7 @@ def build_bridge(remote: Client) -> MCPServer:
     """The stdio server whose seven tools call `remote` (an initialized MCP client session)."""
     server = MCPServer(SERVER_NAME, instructions=remote.instructions or SERVER_INSTRUCTIONS, log_level="WARNING")
     for spec in TOOLS:
-        server.add_tool(
-            _forward(spec, remote),
-            name=spec.name,
-            description=spec.description,
-            annotations=mcp_types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),
-        )
-        registered = server._tool_manager.get_tool(spec.name)  # same schema patching as tools.register_tools
-        assert registered is not None
-        registered.fn_metadata.arg_model = _RawArguments
-        registered.fn_metadata.output_schema = spec.output_model.model_json_schema()
-        registered.parameters = spec.input_model.model_json_schema()
+        add_contract_tool(server, spec, _forward(spec, remote))
     return server
 
 

@@ -197,14 +197,19 @@ def register_tools(
     """Add all seven tools to `server`, with the contract models' schemas."""
     guards = guards or EdgeGuards()
     for spec in TOOLS:
-        server.add_tool(
-            _make_tool(spec, bus, timeouts, caller_of, guards),
-            name=spec.name,
-            description=spec.description,
-            annotations=mcp_types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),
-        )
-        registered = server._tool_manager.get_tool(spec.name)  # the SDK has no public setter for schemas
-        assert registered is not None
-        registered.fn_metadata.arg_model = _RawArguments
-        registered.fn_metadata.output_schema = spec.output_model.model_json_schema()
-        registered.parameters = spec.input_model.model_json_schema()
+        add_contract_tool(server, spec, _make_tool(spec, bus, timeouts, caller_of, guards))
+
+
+def add_contract_tool(server: MCPServer, spec: ToolSpec, fn: Callable[..., Any]) -> None:
+    """Register `fn` as `spec`'s tool, publishing the contract models' schemas and handing it raw arguments."""
+    server.add_tool(
+        fn,
+        name=spec.name,
+        description=spec.description,
+        annotations=mcp_types.ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=False),
+    )
+    registered = server._tool_manager.get_tool(spec.name)  # the SDK has no public setter for schemas
+    assert registered is not None
+    registered.fn_metadata.arg_model = _RawArguments
+    registered.fn_metadata.output_schema = spec.output_model.model_json_schema()
+    registered.parameters = spec.input_model.model_json_schema()
