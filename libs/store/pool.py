@@ -63,6 +63,20 @@ class OrgDatabases:
         except psycopg.OperationalError as exc:
             raise Unavailable(f"the database of org '{org}' failed mid-request: {type(exc).__name__}") from exc
 
+    @asynccontextmanager
+    async def reader(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A second connection for reads that may run beside a request's transaction.
+
+        It sees what is committed, as each statement of a READ COMMITTED transaction does, and
+        must never write: writes belong to the request's one transaction (`transaction`).
+        """
+        pool = await self.pool(org)
+        try:
+            async with pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise Unavailable(f"the database of org '{org}' failed mid-request: {type(exc).__name__}") from exc
+
     async def close(self) -> None:
         for pool in self._pools.values():
             await pool.close()

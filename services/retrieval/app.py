@@ -25,7 +25,8 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
     async def on_query_memory(request: Request, org: str = Path()) -> Reply:
         assert ctx.embedder is not None
         return await ctx.handle(
-            org, request, QueryMemoryInput, partial(query_memory, embedder=ctx.embedder, settings=settings)
+            org, request, QueryMemoryInput,
+            partial(query_memory, embedder=ctx.embedder, settings=settings, side=partial(ctx.databases.reader, org)),
         )
 
     return router

@@ -21,6 +21,12 @@ CANDIDATE_DF_SHARE = 0.2
 # scopes (measured 897 ms → see docs/BENCHMARKS.md at 100k facts) and changes nothing on the dev
 # sets, whose scopes are far smaller. Every matched term still scores candidates found this way.
 CANDIDATE_POSTINGS = 2000
+# Of the rows those terms match, BM25 scores the LEXICAL_CANDIDATES nearest the query's vector.
+# Scoring means unnesting every candidate's tsvector, ~6 µs a row: at 100k facts a common rarest
+# term matched ~1,400 rows and scoring took 10 of the lexical channel's 12 ms. A row that far
+# from the query in meaning gains little from a lexical boost; on the dev sets (≤ 700 rows a
+# scope) the cap rarely binds (see docs/BENCHMARKS.md).
+LEXICAL_CANDIDATES = 300
 
 _FACT_COLUMNS = """
 f.id, f.text, f.token_count, f.agent_id, f.tool, f.project, f.session_id, f.written_at,
@@ -47,7 +53,7 @@ GROUP BY corpus
 # Exact scan: "+ 0" makes the ORDER BY an expression the HNSW index cannot serve, so the planner
 # filters by scope and validity first and ranks every visible row exactly.
 DENSE_FACTS_EXACT = f"""
-SELECT f.id, 1 - (f.embedding <=> %(embedding)s) AS cos
+SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos, f.source_entity::text, f.target_entity::text
 FROM facts f
 WHERE {_VISIBLE}
 ORDER BY (f.embedding <=> %(embedding)s) + 0
@@ -56,31 +62,32 @@ LIMIT %(limit)s
 # HNSW: run after HNSW_SETTINGS, so pgvector keeps scanning the graph until `limit` rows pass
 # the scope and validity filter (iterative scan, pgvector >= 0.8).
 DENSE_FACTS_HNSW = f"""
-SELECT f.id, 1 - (f.embedding <=> %(embedding)s) AS cos
+SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos, f.source_entity::text, f.target_entity::text
 FROM facts f
 WHERE {_VISIBLE}
 ORDER BY f.embedding <=> %(embedding)s
 LIMIT %(limit)s
 """
 DENSE_EPISODES_EXACT = f"""
-SELECT ep.id, 1 - (ep.embedding <=> %(embedding)s) AS cos
+SELECT ep.id::text, 1 - (ep.embedding <=> %(embedding)s) AS cos
 FROM episodes ep
 WHERE {_VISIBLE_EPISODE} AND ep.embedding IS NOT NULL
 ORDER BY (ep.embedding <=> %(embedding)s) + 0
 LIMIT %(limit)s
 """
 DENSE_EPISODES_HNSW = f"""
-SELECT ep.id, 1 - (ep.embedding <=> %(embedding)s) AS cos
+SELECT ep.id::text, 1 - (ep.embedding <=> %(embedding)s) AS cos
 FROM episodes ep
 WHERE {_VISIBLE_EPISODE} AND ep.embedding IS NOT NULL
 ORDER BY ep.embedding <=> %(embedding)s
 LIMIT %(limit)s
 """
-HNSW_SETTINGS = (
-    "SET LOCAL hnsw.iterative_scan = relaxed_order",
-    "SET LOCAL hnsw.ef_search = 80",
-    "SET LOCAL hnsw.max_scan_tuples = 40000",
-)
+# One round trip; `true` makes each setting local to the transaction, like SET LOCAL.
+HNSW_SETTINGS = """
+SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.ef_search', '80', true),
+       set_config('hnsw.max_scan_tuples', '40000', true)
+"""
 
 
 def _bm25(table: str, alias: str, corpus: str, visible: str) -> str:
@@ -122,10 +129,14 @@ sel AS (
     WHERE (idf.df <= greatest(st.n * {CANDIDATE_DF_SHARE}, 1) OR idf.rarity <= 2)
       AND (idf.postings <= {CANDIDATE_POSTINGS} OR idf.rarity = 1)
 ),
+-- At most LEXICAL_CANDIDATES rows are scored, the ones closest to the query's vector (computing
+-- a cosine is far cheaper than unnesting a tsvector; see the constant).
 cand AS (
-    SELECT {alias}.id, {alias}.tsv
+    SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length
     FROM {table} {alias}, sel
     WHERE {visible} AND {alias}.tsv @@ sel.tsq
+    ORDER BY {alias}.embedding <=> %(embedding)s, {alias}.id
+    LIMIT {LEXICAL_CANDIDATES}
 ),
 -- Rank every candidate by BM25 alone, then fetch vectors and positions for the top rows only:
 -- carrying embeddings and building JSON for every candidate dominated the query at 100k rows.
@@ -133,7 +144,7 @@ scored AS (
     SELECT c.id,
            sum(idf.idf * (cardinality(u.positions) + (u.positions IS NULL)::int) * ({BM25_K1} + 1)
                / ((cardinality(u.positions) + (u.positions IS NULL)::int)
-                  + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * echo_tsv_length(c.tsv) / greatest(st.avgdl, 1))))
+                  + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * c.tsv_length / greatest(st.avgdl, 1))))
                AS lex,
            count(*) AS matched
     FROM cand c
@@ -144,7 +155,7 @@ scored AS (
     ORDER BY lex DESC, c.id
     LIMIT %(limit)s
 )
-SELECT s.id, s.lex,
+SELECT s.id::text, s.lex,
        1 - (t.embedding <=> %(embedding)s) AS cos,
        s.matched,
        (SELECT count(*) FROM idf) AS terms,
@@ -183,37 +194,35 @@ LEXICAL_EPISODES_TS_RANK = _ts_rank("episodes", "ep", _VISIBLE_EPISODE + " AND e
 # Entities the query names: every 1–3 word n-gram of the query against names and aliases,
 # exact and case-insensitive (served by the lower(name) indexes).
 ENTITIES_NAMED = """
-SELECT e.id FROM entities e
+SELECT e.id::text FROM entities e
 WHERE e.scope_id = ANY(%(scope_ids)s) AND lower(e.name) = ANY(%(grams)s)
 UNION
-SELECT a.entity_id FROM entity_aliases a
+SELECT a.entity_id::text FROM entity_aliases a
 WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = ANY(%(grams)s)
 """
-ENTITIES_OF_FACTS = """
-SELECT f.source_entity, f.target_entity FROM facts f
-WHERE f.scope_id = ANY(%(scope_ids)s) AND f.id = ANY(%(ids)s)
-"""
 # The visible edges within two hops of the seeds: the part of the scope's entity graph where
-# personalized PageRank puts nearly all its mass. Capped, so a hub entity cannot blow it up.
+# personalized PageRank puts nearly all its mass, each with its cosine to the query (a graph
+# result's score is its cosine like any other). Capped per hop, so a hub entity cannot blow it
+# up: at 100k facts an entity has ~90 edges, and the two hops are most of the channel's cost.
 GRAPH_NEIGHBOURHOOD = f"""
 WITH hop1 AS (
     SELECT f.id, f.source_entity, f.target_entity FROM facts f
-    WHERE {_VISIBLE} AND (f.source_entity = ANY(%(seeds)s) OR f.target_entity = ANY(%(seeds)s))
+    WHERE {_VISIBLE} AND (f.source_entity = ANY(%(seeds)s::uuid[]) OR f.target_entity = ANY(%(seeds)s::uuid[]))
     LIMIT %(edge_cap)s
 ),
 frontier AS (
     SELECT source_entity AS e FROM hop1 UNION SELECT target_entity FROM hop1
+),
+edges AS (
+    SELECT id FROM hop1
+    UNION
+    (SELECT f.id FROM facts f
+     WHERE {_VISIBLE}
+       AND (f.source_entity IN (SELECT e FROM frontier) OR f.target_entity IN (SELECT e FROM frontier))
+     LIMIT %(edge_cap)s)
 )
-SELECT id, source_entity, target_entity FROM hop1
-UNION
-(SELECT f.id, f.source_entity, f.target_entity FROM facts f
- WHERE {_VISIBLE}
-   AND (f.source_entity IN (SELECT e FROM frontier) OR f.target_entity IN (SELECT e FROM frontier))
- LIMIT %(edge_cap)s)
-"""
-FACT_COSINES = f"""
-SELECT f.id, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
-WHERE {_VISIBLE} AND f.id = ANY(%(ids)s)
+SELECT f.id::text, f.source_entity::text, f.target_entity::text, 1 - (f.embedding <=> %(embedding)s) AS cos
+FROM edges JOIN facts f ON f.id = edges.id
 """
 # The turns next to a hit in the same session (the neighbour channel).
 EPISODE_NEIGHBOURS = """
@@ -279,11 +288,17 @@ ORDER BY score DESC NULLS LAST, f.written_at DESC, f.id
 LIMIT %(limit)s
 """
 
+# The read and its results in one statement (one round trip on every query).
 INSERT_READ = """
-INSERT INTO reads (agent_id, tool, query, scopes, as_of, tokens)
-VALUES (%(agent_id)s, %(tool)s, %(query)s, %(scopes)s, %(as_of)s, %(tokens)s)
-RETURNING id
-"""
-INSERT_READ_RESULT = """
-INSERT INTO read_results (read_id, item_id, item_kind, rank, score) VALUES (%s, %s, %s, %s, %s)
+WITH r AS (
+    INSERT INTO reads (agent_id, tool, query, scopes, as_of, tokens)
+    VALUES (%(agent_id)s, %(tool)s, %(query)s, %(scopes)s, %(as_of)s, %(tokens)s)
+    RETURNING id
+), results AS (
+    INSERT INTO read_results (read_id, item_id, item_kind, rank, score)
+    SELECT r.id, i.item_id, i.kind, i.rank, i.score
+    FROM r, unnest(%(item_ids)s::uuid[], %(kinds)s::text[], %(ranks)s::int[], %(scores)s::float8[])
+        AS i(item_id, kind, rank, score)
+)
+SELECT id FROM r
 """
