@@ -132,6 +132,37 @@ def unique(by_key: dict[str, Mention]) -> list[Mention]:
     return list(seen.values())
 
 
+async def resolve_known(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    args: WriteEpisodeInput,
+    by_key: dict[str, Mention],
+    referenced: set[int],
+) -> None:
+    """Resolve by exact name or alias, before the scope lock, every mention that needs no choice.
+
+    Safe outside the lock because resolution only ever grows: entities and their names are never
+    deleted or renamed, so a match found now is still the match under the lock. What it buys:
+    a mention resolved here needs no embedding (only new and near-matched names do), and `plan`
+    does not look it up again.
+    """
+    chosen = {id(by_key[key(r.mention)]) for r in args.entity_resolutions}
+    for mention in unique(by_key):
+        if id(mention) in referenced and id(mention) not in chosen and mention.entity_id is None:
+            found = await _exact(conn, scope, mention)
+            if found is not None:
+                mention.entity_id, mention.stored_name, mention.how = found
+
+
+def needs_vector(mention: Mention, args: WriteEpisodeInput) -> bool:
+    """True unless the mention is already resolved or the call names its entity by id."""
+    if mention.entity_id is not None:
+        return False
+    return not any(
+        key(r.mention) in mention.keys and r.entity_id.strip().lower() != "new" for r in args.entity_resolutions
+    )
+
+
 async def plan(
     conn: psycopg.AsyncConnection,
     scope: Scope,
@@ -170,8 +201,8 @@ async def plan(
                 )
             mention.rationale = choice[1]
             continue
-        if id(mention) not in referenced:
-            continue
+        if id(mention) not in referenced or mention.entity_id is not None:
+            continue  # not used by any fact, or already resolved by resolve_known
         found = await _exact(conn, scope, mention)
         if found is not None:
             mention.entity_id, mention.stored_name, mention.how = found

@@ -116,15 +116,16 @@ async def write_episode(
 
     by_key = entities.call_entities(args)
     referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}
-    names = [m.name for m in entities.unique(by_key)]
-    # Embedding is the slow part; do it before taking the lock so writers queue for less time.
+    # Known names resolve before the lock and need no vector; embedding is the slow part of a
+    # write, so it too happens before the lock, and only for names that may become entities.
+    await entities.resolve_known(conn, scope, args, by_key, referenced)
+    names = [m.name for m in entities.unique(by_key) if entities.needs_vector(m, args)]
     embedded = embedder.embed(names + [f.fact for f in args.facts])
     vectors = dict(zip(names, embedded[: len(names)], strict=True))
     fact_vectors = list(embedded[len(names):])
 
     with db_span("scope_write_lock", org=caller.org):
-        await conn.execute(q.SCOPE_WRITE_LOCK, (scope.id,))
-    now: datetime = (await (await conn.execute(q.TRANSACTION_NOW)).fetchone())[0]  # type: ignore[index]
+        now: datetime = (await (await conn.execute(q.LOCK_SCOPE_THEN_NOW, (scope.id,))).fetchone())[0]  # type: ignore[index]
 
     await entities.plan(conn, scope, args, by_key, referenced, vectors)
     planned, restated, deferred = await _classify(conn, caller, scope, args, by_key, fact_vectors)

@@ -1,6 +1,6 @@
 """SQL of the writes service. Every statement on a scoped table names scope_id."""
 
-from libs.store.scopes import SCOPE_WRITE_LOCK  # noqa: F401  (re-exported for the write verbs)
+from libs.store.scopes import SCOPE_WRITE_LOCK
 
 INSERT_EPISODE = """
 INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count)
@@ -36,9 +36,13 @@ VALUES (%(scope_id)s, %(kind)s, %(agent_id)s, %(session_id)s, %(tool)s, %(fact_i
         %(before)s, %(after)s, %(reason)s, %(post_hoc)s)
 """
 INSERT_OUTBOX = "INSERT INTO outbox (kind, payload) VALUES (%s, %s)"
-# The wall clock read after the scope lock is held, not now() (the transaction's start): a writer
-# that queued behind another must not end that writer's edge at a time before it began.
-TRANSACTION_NOW = "SELECT clock_timestamp()"
+# The scope lock, then the wall clock read once it is held (not now(), the transaction's start: a
+# writer that queued behind another must not end that writer's edge at a time before it began).
+# One round trip: the materialised CTE runs, and so takes the lock, before the outer SELECT.
+LOCK_SCOPE_THEN_NOW = f"""
+WITH locked AS MATERIALIZED ({SCOPE_WRITE_LOCK})
+SELECT clock_timestamp() FROM locked
+"""
 
 INSERT_NAMED_SCOPE = """
 INSERT INTO scopes (name, kind, description) VALUES (%s, 'named', %s)

@@ -1,0 +1,40 @@
+"""A write embeds its facts and only the entity names that may become entities.
+
+Names that resolve exactly (stored name or alias) are resolved before the scope lock and never
+embedded: embedding is most of a write's time. The model is real; the spy only records what
+the writes service asked it to embed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from libs.testing import EchoStack
+from tests.writes.conftest import call, episode, fact
+
+
+async def test_known_names_are_not_embedded_again(stack: EchoStack, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[list[str]] = []
+    real = stack.embedder.embed
+
+    def spy(texts: list[str], batch_size: int = 64) -> Any:
+        asked.append(list(texts))
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(stack.embedder, "embed", spy)
+    first = episode([("Ledger service", "service"), ("Kafka", "broker")],
+                    [fact("Ledger service", "Kafka", "publishes to", "The ledger service publishes entries to Kafka.")])
+    second = episode([("ledger SERVICE", "service"), ("Kafka", "broker"), ("Flink", "processor")],
+                     [fact("ledger SERVICE", "Kafka", "reads offsets from", "The ledger service reads offsets from Kafka."),
+                      fact("Kafka", "Flink", "feeds", "Kafka feeds the Flink fraud job.")])
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        _, stored = await call(client, "write_episode", first)
+        assert stored["stored"] is True, stored
+        asked.clear()
+        _, stored = await call(client, "write_episode", second)
+        assert stored["stored"] is True, stored
+    assert asked == [["Flink", "The ledger service reads offsets from Kafka.", "Kafka feeds the Flink fraud job."]]
+    # the known names still resolved to the stored entities (no duplicate node for "ledger SERVICE")
+    assert {e["source"] for e in stored["edges_created"]} == {"Ledger service", "Kafka"}
