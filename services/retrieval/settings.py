@@ -18,23 +18,30 @@ class FusionWeights(BaseModel):
 
     Facts get no plain BM25 boost: on agent-facts any boost for one or two shared words pulls
     distractors above true paraphrases, while matching three query words (or every word of a
-    shorter query) is strong enough evidence. Chat turns need the plain boost (dense alone is
-    weak on LoCoMo)."""
+    shorter query) is strong enough evidence, and query words found close together in order
+    (proximity) a little more. Chat turns need the plain boost (dense alone is weak on LoCoMo).
+
+    The neighbour share trades recall for session coverage: each adjacent turn it pulls into the
+    top 10 comes from a session already there. 0.225 (with lexical 0.7, coordination 0.3) keeps
+    LoCoMo session@10 at or above 0.90 on both halves of the set; 0.4 had 0.015 more recall@10
+    and 0.004 more MRR at session@10 0.893 (docs/BENCHMARKS.md, "neighbour sweep")."""
 
     fact_lexical: float = Field(0.0, description="weight of max-normalised BM25 for facts")
-    episode_lexical: float = Field(0.8, description="weight of max-normalised BM25 for episodes")
+    episode_lexical: float = Field(0.7, description="weight of max-normalised BM25 for episodes")
     fact_coordination: float = Field(
-        0.1, description="extra max-normalised BM25 for a fact that matches min(3, query terms) distinct terms"
+        0.05, description="extra max-normalised BM25 for a fact that matches min(3, query terms) distinct terms"
     )
     episode_coordination: float = Field(
-        0.2, description="extra max-normalised BM25 for a turn that matches min(3, query terms) distinct terms"
+        0.3, description="extra max-normalised BM25 for a turn that matches min(3, query terms) distinct terms"
     )
-    fact_proximity: float = Field(0.0, description="weight of max-normalised proximity for facts")
+    fact_proximity: float = Field(
+        0.1, description="weight of proximity (query word pairs close together, idf) / max BM25 for facts"
+    )
     episode_proximity: float = Field(
         0.8, description="weight of proximity (query word pairs close together, idf) / max BM25 for episodes"
     )
     graph: float = Field(0.05, description="weight of max-normalised personalized PageRank for facts")
-    neighbour: float = Field(0.4, description="share of an adjacent turn's fused score added to a turn")
+    neighbour: float = Field(0.225, description="share of an adjacent turn's fused score added to a turn")
 
 
 class RetrievalSettings(BaseSettings):

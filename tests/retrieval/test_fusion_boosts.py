@@ -79,6 +79,35 @@ def test_coordination_needs_three_terms_or_every_term_of_a_short_query() -> None
     assert [c.id for c, _ in fuse(short, weights, ["dense"])] == ["near", "exact"]
 
 
+
+def test_default_weights_rank_the_fact_with_the_query_words_in_order_first() -> None:
+    """Two facts match every query word equally (same BM25, same cosine); the shipped fact
+    proximity weight puts the one holding the words next to each other, in order, first."""
+    pool = {
+        "a-scattered": Candidate("a-scattered", "fact", cos=0.40, lex=5.0, matched=3, terms=3, channels={"lexical"}),
+        "b-in-order": Candidate("b-in-order", "fact", cos=0.40, lex=5.0, matched=3, terms=3, prox=2.0,
+                                channels={"lexical"}),
+    }
+    assert FusionWeights().fact_proximity > 0
+    assert [c.id for c, _ in fuse(pool, FusionWeights(), ["dense", "lexical"])] == ["b-in-order", "a-scattered"]
+    # Without the proximity weight the two tie and the id breaks the tie the other way.
+    flat = FusionWeights(fact_proximity=0.0)
+    assert [c.id for c, _ in fuse(pool, flat, ["dense", "lexical"])] == ["a-scattered", "b-in-order"]
+
+
+def test_neighbour_share_lifts_the_reply_next_to_a_strong_turn() -> None:
+    """A turn no channel found ranks above an unrelated dense hit only through its neighbour."""
+    pool = {
+        "question": Candidate("question", "episode", cos=0.60, channels={"dense"}, neighbours={"reply"}),
+        "reply": Candidate("reply", "episode", cos=0.20, neighbours={"question"}),
+        "other": Candidate("other", "episode", cos=0.25, channels={"dense"}),
+    }
+    weights = FusionWeights()
+    order = [c.id for c, _ in fuse(pool, weights, ["dense", "lexical", "neighbour"])]
+    # reply: (0.20 + 0.225·0.60) / scale = 0.335 / scale > other: 0.25 / scale.
+    assert order == ["question", "reply", "other"]
+    assert [c.id for c, _ in fuse(pool, weights, ["dense", "lexical"])] == ["question", "other", "reply"]
+
 async def test_an_error_string_fact_ranks_first_through_the_service(stack: EchoStack) -> None:
     """agent-facts q085: dense alone puts the ORM fact first; three shared words lift the right one."""
     facts = {
