@@ -9,6 +9,7 @@ neighbour the turns adjacent (same session) to an episode candidate
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ from services.retrieval import queries as q
 class Candidate:
     id: str
     kind: str  # fact | episode
+    # Cosine to the query. Lexical and graph rows are found before the query vector exists;
+    # `fill_cosines` sets theirs before fusion (NaN until then).
     cos: float
     lex: float = 0.0
     graph: float = 0.0
@@ -55,10 +58,12 @@ Pool = dict[str, Candidate]
 
 
 def _add(pool: Pool, row: dict[str, Any] | tuple[Any, ...], kind: str, channel: str, **signal: float) -> None:
-    ident, cos = str(row[0]), float(row[1])
+    ident, cos = str(row[0]), (float(row[1]) if row[1] is not None else math.nan)
     cand = pool.get(ident)
     if cand is None:
         cand = pool[ident] = Candidate(id=ident, kind=kind, cos=cos)
+    elif math.isnan(cand.cos):
+        cand.cos = cos
     cand.channels.add(channel)
     for name, value in signal.items():
         setattr(cand, name, max(getattr(cand, name), value))
@@ -172,43 +177,65 @@ async def named_entities(conn: psycopg.AsyncConnection, params: dict[str, Any], 
     return [r[0] for r in rows]
 
 
-async def graph(
-    conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], named: list[str], *, edge_cap: int, org: str
-) -> list[str]:
-    """Personalized PageRank over the visible entity graph around the seeds; returns the seeds.
+async def graph_neighbourhood(
+    conn: psycopg.AsyncConnection, params: dict[str, Any], named: list[str], *, edge_cap: int, org: str
+) -> list[tuple[str, str, str]]:
+    """(fact id, source, target) of the visible edges within two hops of the named entities.
 
-    Seeds: `named`, the entities the query names (weight 2), and the endpoints of the three best
-    dense facts (weight 1). The caller runs it only when `named` is not empty: without an entity
-    the query names, the dense hits' endpoints alone only echo the dense ranking back (measured:
-    no gain on agent-facts, +290 ms on a hub entity). A fact's graph signal is the PageRank of
-    its endpoints.
+    Needs no query vector, so it runs while the query is embedded. Empty when `named` is.
     """
-    best = sorted((c for c in pool.values() if c.kind == "fact" and c.ends), key=lambda c: -c.cos)[:3]
-    touched = [e for c in best for e in c.ends or ()]
-    seeds: dict[Any, float] = {e: 1.0 for e in touched}
-    seeds.update({e: 2.0 for e in named})
-    if not seeds:
+    if not named:
         return []
     with db_span("graph_neighbourhood", org=org):
-        edges = await (
-            await conn.execute(q.GRAPH_NEIGHBOURHOOD, {**params, "seeds": list(seeds), "edge_cap": edge_cap})
+        rows = await (
+            await conn.execute(q.GRAPH_NEIGHBOURHOOD, {**params, "seeds": named, "edge_cap": edge_cap})
         ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def graph(pool: Pool, edges: list[tuple[str, str, str]], named: list[str], *, limit: int) -> dict[str, float]:
+    """Personalized PageRank over the neighbourhood of the named entities; returns the seeds.
+
+    Seeds: the entities the query names (weight 2) and the endpoints of the three best dense
+    facts that lie in that neighbourhood (weight 1), so run it after the dense channel. The
+    caller runs the channel only when the query names an entity: the dense hits' endpoints alone
+    only echo the dense ranking back (measured: no gain on agent-facts, +290 ms on a hub entity).
+    A fact's graph signal is the PageRank of its endpoints; the `limit` best edges become
+    candidates (their cosines are filled in by `fill_cosines`).
+    """
     if not edges:
-        return [str(s) for s in seeds]
+        return {}
     g = nx.Graph()
-    for _, source, target, _ in edges:
+    for _, source, target in edges:
         weight = g.get_edge_data(source, target, {"weight": 0})["weight"] + 1
         g.add_edge(source, target, weight=weight)
+    best = sorted((c for c in pool.values() if c.kind == "fact" and c.ends), key=lambda c: -c.cos)[:3]
+    seeds: dict[str, float] = {e: 1.0 for c in best for e in c.ends or () if e in g}
+    seeds.update({e: 2.0 for e in named if e in g})
+    if not seeds:
+        return {}
     personalization = {node: seeds.get(node, 0.0) for node in g.nodes}
-    if not any(personalization.values()):
-        return [str(s) for s in seeds]
     rank = personalized_pagerank(g, personalization)
-    cosines = {fid: float(cos) for fid, _, _, cos in edges}
-    scored = sorted(((rank[s] + rank[t], fid) for fid, s, t, _ in edges), reverse=True)[: params["limit"]]
+    scored = sorted(((rank[s] + rank[t], fid) for fid, s, t in edges), reverse=True)[:limit]
     for value, fid in scored:
-        ident = str(fid)
-        _add(pool, (ident, pool[ident].cos if ident in pool else cosines[fid]), "fact", "graph", graph=float(value))
-    return [str(s) for s in seeds]
+        _add(pool, (fid, None), "fact", "graph", graph=float(value))
+    return seeds
+
+
+async def fill_cosines(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
+    """Set the cosine of every candidate found without one; drop any whose row is no longer visible."""
+    for kind, sql in (("fact", q.FACT_COSINES), ("episode", q.EPISODE_COSINES)):
+        ids = [c.id for c in pool.values() if c.kind == kind and math.isnan(c.cos)]
+        if not ids:
+            continue
+        with db_span(f"{kind}_cosines", org=org):
+            rows = await (await conn.execute(sql, {**params, "ids": ids})).fetchall()
+        found = {r[0]: float(r[1]) for r in rows}
+        for ident in ids:
+            if ident in found:
+                pool[ident].cos = found[ident]
+            else:
+                del pool[ident]
 
 
 def personalized_pagerank(

@@ -25,7 +25,8 @@ CANDIDATE_POSTINGS = 2000
 # Scoring means unnesting every candidate's tsvector, ~6 µs a row: at 100k facts a common rarest
 # term matched ~1,400 rows and scoring took 10 of the lexical channel's 12 ms. A row that far
 # from the query in meaning gains little from a lexical boost; on the dev sets (≤ 700 rows a
-# scope) the cap rarely binds (see docs/BENCHMARKS.md).
+# scope) the cap rarely binds (see docs/BENCHMARKS.md). ts_rank as the pre-rank (no vector
+# needed) was measured too: ~4.5 µs a row, 6 ms more at 100k facts.
 LEXICAL_CANDIDATES = 300
 
 _FACT_COLUMNS = """
@@ -129,8 +130,8 @@ sel AS (
     WHERE (idf.df <= greatest(st.n * {CANDIDATE_DF_SHARE}, 1) OR idf.rarity <= 2)
       AND (idf.postings <= {CANDIDATE_POSTINGS} OR idf.rarity = 1)
 ),
--- At most LEXICAL_CANDIDATES rows are scored, the ones closest to the query's vector (computing
--- a cosine is far cheaper than unnesting a tsvector; see the constant).
+-- At most LEXICAL_CANDIDATES rows are scored, the ones closest to the query's vector (a cosine
+-- costs far less than unnesting a tsvector, and less than ts_rank; see the constant).
 cand AS (
     SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length
     FROM {table} {alias}, sel
@@ -176,7 +177,7 @@ WITH sel AS (
     SELECT string_agg(quote_literal(u.lexeme), ' | ')::tsquery AS tsq
     FROM unnest(to_tsvector('english', %(query)s)) AS u
 )
-SELECT {alias}.id, ts_rank({alias}.tsv, sel.tsq) AS lex, 1 - ({alias}.embedding <=> %(embedding)s) AS cos,
+SELECT {alias}.id::text, ts_rank({alias}.tsv, sel.tsq) AS lex, 1 - ({alias}.embedding <=> %(embedding)s) AS cos,
        0 AS matched, 0 AS terms, NULL::jsonb AS doc_positions, NULL::jsonb AS query_positions,
        NULL::jsonb AS idfs
 FROM {table} {alias}, sel
@@ -201,8 +202,7 @@ SELECT a.entity_id::text FROM entity_aliases a
 WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = ANY(%(grams)s)
 """
 # The visible edges within two hops of the seeds: the part of the scope's entity graph where
-# personalized PageRank puts nearly all its mass, each with its cosine to the query (a graph
-# result's score is its cosine like any other). Capped per hop, so a hub entity cannot blow it
+# personalized PageRank puts nearly all its mass. Capped per hop, so a hub entity cannot blow it
 # up: at 100k facts an entity has ~90 edges, and the two hops are most of the channel's cost.
 GRAPH_NEIGHBOURHOOD = f"""
 WITH hop1 AS (
@@ -212,17 +212,23 @@ WITH hop1 AS (
 ),
 frontier AS (
     SELECT source_entity AS e FROM hop1 UNION SELECT target_entity FROM hop1
-),
-edges AS (
-    SELECT id FROM hop1
-    UNION
-    (SELECT f.id FROM facts f
-     WHERE {_VISIBLE}
-       AND (f.source_entity IN (SELECT e FROM frontier) OR f.target_entity IN (SELECT e FROM frontier))
-     LIMIT %(edge_cap)s)
 )
-SELECT f.id::text, f.source_entity::text, f.target_entity::text, 1 - (f.embedding <=> %(embedding)s) AS cos
-FROM edges JOIN facts f ON f.id = edges.id
+SELECT id::text, source_entity::text, target_entity::text FROM hop1
+UNION
+(SELECT f.id::text, f.source_entity::text, f.target_entity::text FROM facts f
+ WHERE {_VISIBLE}
+   AND (f.source_entity IN (SELECT e FROM frontier) OR f.target_entity IN (SELECT e FROM frontier))
+ LIMIT %(edge_cap)s)
+"""
+# Cosines of candidates a channel found without reading vectors (the graph channel's edges): a
+# result's score is its cosine whatever channel found it.
+FACT_COSINES = f"""
+SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
+WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
+"""
+EPISODE_COSINES = f"""
+SELECT ep.id::text, 1 - (ep.embedding <=> %(embedding)s) AS cos FROM episodes ep
+WHERE {_VISIBLE_EPISODE} AND ep.embedding IS NOT NULL AND ep.id = ANY(%(ids)s::uuid[])
 """
 # The turns next to a hit in the same session (the neighbour channel).
 EPISODE_NEIGHBOURS = """

@@ -7,9 +7,8 @@ found it; fusion only decides the order. Every read is logged in the same transa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,14 +35,6 @@ _DEFAULT_SETTINGS = RetrievalSettings()
 SideConnection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
 
 
-@dataclass
-class _Prefetched:
-    """What a search reads before the query vector is ready: corpus sizes and named entities."""
-
-    sizes: dict[str, tuple[int, int | None, int]]
-    named: list[str]
-
-
 async def query_memory(
     conn: psycopg.AsyncConnection,
     caller: Caller,
@@ -67,35 +58,36 @@ async def query_memory(
         raise InvalidArgument("about: entity names must not be empty")
     if not query and not args.digest and not about:
         raise InvalidArgument("query is required unless digest is true or about names an entity")
-    # The model runs in a worker thread (onnxruntime releases the GIL) while the statements that
-    # do not need the query vector run: scopes, corpus sizes, entities the query names.
+    # The model runs in a worker thread (onnxruntime releases the GIL) while every statement that
+    # does not need the query vector runs: scopes, corpus sizes, the lexical and graph channels.
     embedding_job = asyncio.create_task(asyncio.to_thread(embedder.embed_one, query)) if query else None
     try:
         scopes = await resolve_read_scopes(conn, caller, args.scope)
         scope_ids = [s.id for s in scopes if s.id is not None]
         at = datetime.fromtimestamp(args.as_of, tz=UTC) if args.as_of is not None else datetime.now(tz=UTC)
         params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query}
-        prefetched = await _prefetch(conn, params, settings, caller.org) if query and scope_ids and not about else None
+        note: str | None = None
+        lexical_note: str | None = None
+        ranked: list[tuple[dict[str, Any], str, list[str]]] = []  # (row with score, kind, matched)
+        searched = False
+        if about:
+            params["embedding"] = await embedding_job if embedding_job is not None else None
+            rows, note = await _about_rows(conn, {**params, "limit": args.top_k}, about)
+            ranked = [(r, "fact", ["about"]) for r in rows]
+        elif args.digest and not query:
+            async with conn.cursor(row_factory=dict_row) as cur:
+                with db_span("digest_facts", org=caller.org):
+                    await cur.execute(q.DIGEST_FACTS, {**params, "limit": args.top_k})
+                    ranked = [(r, "fact", ["digest"]) for r in await cur.fetchall()]
+        elif scope_ids and embedding_job is not None:
+            searched = True
+            ranked, lexical_note = await _search(conn, caller, args, settings, params, embedding_job, side)
     finally:
-        embedding = await embedding_job if embedding_job is not None else None
-    params["embedding"] = embedding
-
-    note: str | None = None
-    lexical_note: str | None = None
-    ranked: list[tuple[dict[str, Any], str, list[str]]] = []  # (row with score, kind, matched)
-    if about:
-        rows, note = await _about_rows(conn, {**params, "limit": args.top_k}, about)
-        ranked = [(r, "fact", ["about"]) for r in rows]
-    elif args.digest and embedding is None:
-        async with conn.cursor(row_factory=dict_row) as cur:
-            with db_span("digest_facts", org=caller.org):
-                await cur.execute(q.DIGEST_FACTS, {**params, "limit": args.top_k})
-                ranked = [(r, "fact", ["digest"]) for r in await cur.fetchall()]
-    elif prefetched is not None:
-        ranked, lexical_note = await _search(conn, caller, args, settings, params, prefetched, side)
+        if embedding_job is not None and not embedding_job.done():
+            await asyncio.wait([embedding_job])  # never leave the model running past the request
 
     lexical_used: str | None = None
-    if scope_ids and not about and embedding is not None and "lexical" in settings.channels:
+    if searched and "lexical" in settings.channels:
         lexical_used = "ts_rank" if lexical_note else "bm25"
     items, total, cut = _take(ranked[: args.top_k], args.max_tokens)
     if not items and note is None:
@@ -111,81 +103,85 @@ async def query_memory(
     )
 
 
-async def _prefetch(
-    conn: psycopg.AsyncConnection, params: dict[str, Any], settings: RetrievalSettings, org: str
-) -> _Prefetched:
-    sizes = await ch.corpus_sizes(conn, params["scope_ids"])
-    named: list[str] = []
-    if "graph" in settings.channels and sizes.get("facts", (0, None, 0))[0] > 0:
-        named = await ch.named_entities(conn, params, org=org)
-    return _Prefetched(sizes=sizes, named=named)
-
-
 async def _search(
     conn: psycopg.AsyncConnection,
     caller: Caller,
     args: QueryMemoryInput,
     settings: RetrievalSettings,
     params: dict[str, Any],
-    prefetched: _Prefetched,
+    embedding_job: Awaitable[np.ndarray],
     side: SideConnection | None,
 ) -> tuple[list[tuple[dict[str, Any], str, list[str]]], str | None]:
     """Run every switched-on channel, fuse, and hydrate the top_k rows.
 
-    Two groups of channels: dense facts then the graph (which seeds from the best dense facts),
-    and lexical plus the episode channels. With a `side` connection they run at the same time
-    (at 100k facts each takes several milliseconds of database time); without one, in turn.
+    The query is still being embedded when this starts: corpus sizes and the graph neighbourhood
+    of the entities the query names load meanwhile. Once the vector is ready, dense facts then
+    PageRank (seeded partly by the best dense facts) run on `conn`, and lexical plus the episode
+    channels on the `side` connection at the same time (without one, in turn). The graph's
+    candidates get their cosines last.
     """
     on = set(settings.channels)
     limit = max(settings.candidates, args.top_k)
-    channel_params = {**params, "limit": limit}
-    sizes = prefetched.sizes
+    scope_ids = params["scope_ids"]
+    sizes = await ch.corpus_sizes(conn, scope_ids)
     kinds = ["fact", "episode"] if args.include_episodes else ["fact"]
     pool: ch.Pool = {}
     fallbacks: list[str] = []
+    vector: dict[str, Any] = {}
 
     def docs(corpus: str) -> int:
         return sizes.get(corpus, (0, None, 0))[0]
 
-    async def facts_then_graph(c: psycopg.AsyncConnection) -> None:
+    async def with_vector() -> dict[str, Any]:
+        if not vector:
+            vector.update(params, embedding=await embedding_job, limit=limit)
+        return vector
+
+    async def facts_and_graph(c: psycopg.AsyncConnection) -> None:
+        named: list[str] = []
+        edges: list[tuple[str, str, str]] = []
+        if "graph" in on and docs("facts") > 0:
+            named = await ch.named_entities(c, params, org=caller.org)
+            edges = await ch.graph_neighbourhood(c, params, named, edge_cap=settings.graph_edge_cap, org=caller.org)
         if "dense" in on:
-            await ch.dense(c, pool, channel_params, "fact", use_hnsw=docs("facts") > settings.hnsw_threshold,
+            await ch.dense(c, pool, await with_vector(), "fact", use_hnsw=docs("facts") > settings.hnsw_threshold,
                            org=caller.org)
-        if "graph" in on and prefetched.named:
-            await ch.graph(c, pool, channel_params, prefetched.named, edge_cap=settings.graph_edge_cap,
-                           org=caller.org)
+        if edges:
+            ch.graph(pool, edges, named, limit=limit)
 
     async def lexical_and_episodes(c: psycopg.AsyncConnection) -> None:
         for kind in kinds:
             corpus = "facts" if kind == "fact" else "episodes"
-            if kind == "episode" and "dense" in on:
-                await ch.dense(c, pool, channel_params, kind, use_hnsw=docs(corpus) > settings.hnsw_threshold,
-                               org=caller.org)
             if "lexical" in on:
-                mode = ch.lexical_mode(sizes, corpus, len(params["scope_ids"]), settings.lexical_bm25)
+                mode = ch.lexical_mode(sizes, corpus, len(scope_ids), settings.lexical_bm25)
                 if mode.reason:
                     fallbacks.append(f"{corpus}: {mode.reason}")
                 if mode.mode == "bm25" and docs(corpus) == 0:
                     continue  # no document frequencies: BM25 matches nothing, so skip the round trip
-                await ch.lexical(c, pool, channel_params, kind, mode, org=caller.org)
+                await ch.lexical(c, pool, await with_vector(), kind, mode, org=caller.org)
+        if "episode" in kinds and "dense" in on:
+            await ch.dense(c, pool, await with_vector(), "episode",
+                           use_hnsw=docs("episodes") > settings.hnsw_threshold, org=caller.org)
 
     if side is None:
-        await facts_then_graph(conn)
+        await facts_and_graph(conn)
         await lexical_and_episodes(conn)
     else:
         async with side() as other:
             # Both run to the end even when one fails, so no statement is left running on a
             # connection that goes back to the pool; then the first failure is raised.
-            outcomes = await asyncio.gather(facts_then_graph(conn), lexical_and_episodes(other),
+            outcomes = await asyncio.gather(facts_and_graph(conn), lexical_and_episodes(other),
                                             return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+    channel_params = await with_vector()
+    await ch.fill_cosines(conn, pool, channel_params, org=caller.org)
     if "neighbour" in on and args.include_episodes:
         await ch.neighbours(conn, pool, channel_params, org=caller.org)
 
     fused = fuse(pool, settings.fusion, on)[: args.top_k]
-    rows = await _hydrate(conn, params["scope_ids"], fused)
+    rows = await _hydrate(conn, scope_ids, fused)
     ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
     lexical_note = (
         "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
