@@ -257,13 +257,22 @@ FROM episodes ep JOIN scopes s ON s.id = ep.scope_id
 WHERE ep.scope_id = ANY(%(scope_ids)s) AND ep.id = ANY(%(ids)s)
 """
 
+# The newest visible facts of each scope read, each scope walking facts_scope_written_idx
+# (migration 0005) for its own `limit`, then merged: with `scope_id = ANY(...)` over the whole
+# table Postgres sorted every visible fact (127 ms at 100k facts).
 DIGEST_FACTS = f"""
 SELECT {_FACT_COLUMNS}, NULL::float8 AS score
-FROM facts f
+FROM unnest(%(scope_ids)s::uuid[]) AS read(scope_id)
+CROSS JOIN LATERAL (
+    SELECT f.* FROM facts f
+    WHERE f.scope_id = read.scope_id
+      AND f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s)
+    ORDER BY f.written_at DESC, f.id
+    LIMIT %(limit)s
+) f
 JOIN scopes s ON s.id = f.scope_id
 JOIN entities se ON se.id = f.source_entity
 JOIN entities te ON te.id = f.target_entity
-WHERE {_VISIBLE}
 ORDER BY f.written_at DESC, f.id
 LIMIT %(limit)s
 """

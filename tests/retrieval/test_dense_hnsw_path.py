@@ -1,0 +1,58 @@
+"""The HNSW path of the dense channel (used above ECHO_MEMORY_HNSW_THRESHOLD rows) finds what the
+exact scan finds, scope- and validity-filtered, on a store small enough to check by hand."""
+
+from __future__ import annotations
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+
+from libs.contracts.bus import Caller
+from libs.contracts.query import QueryMemoryInput
+from libs.embed import MiniLM
+from libs.testing import EchoStack
+from services.retrieval.search import query_memory
+from services.retrieval.settings import RetrievalSettings
+
+ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
+TOPICS = ["billing", "search", "auth", "deploys", "payroll", "metrics", "email", "storage"]
+
+
+def _episode(scope: str, index: int, topic: str) -> dict:
+    service = f"{topic} service"
+    store = f"{topic} store {index}"
+    return {
+        "scope": scope, "session_id": "hnsw", "project": "hnsw",
+        "entities": [{"name": service, "type": "service"}, {"name": store, "type": "database"}],
+        "entity_resolutions": [{"mention": store, "entity_id": "new", "rationale": "test store"}],
+        "facts": [{"source": service, "target": store, "relation": "keeps data in",
+                   "fact": f"The {topic} service keeps its records in {topic} store {index}.", "confidence": "extracted"}],
+    }
+
+
+async def _ask(conn: psycopg.AsyncConnection, embedder: MiniLM, scope: str, threshold: int) -> list[str]:
+    settings = RetrievalSettings(hnsw_threshold=threshold, channels=("dense",))
+    async with conn.transaction():
+        result = await query_memory(
+            conn, ADMIN, QueryMemoryInput(query="where does the auth service keep its records?", scope=scope, top_k=5),
+            embedder, settings,
+        )
+    return [item.text for item in result.results]
+
+
+async def test_hnsw_and_exact_scan_agree_and_keep_to_the_scope(stack: EchoStack, embedder: MiniLM) -> None:
+    for scope in ("hnsw-a", "hnsw-b"):
+        await stack.admin_call("writes", "scope_create", {"name": scope})
+        for index, topic in enumerate(TOPICS * 2):
+            stored = await stack.admin_call("writes", "write_episode", _episode(scope, index, topic))
+            assert stored["stored"] is True, stored.get("error")
+    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
+        await register_vector_async(conn)
+        exact = await _ask(conn, embedder, "hnsw-a", threshold=1_000_000)
+        approximate = await _ask(conn, embedder, "hnsw-a", threshold=0)
+    assert len(exact) == 5 and exact[0].startswith("The auth service")
+    assert approximate == exact  # same five facts, same order; none from hnsw-b (same texts there)
+    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
+        scopes = await (await conn.execute(
+            "SELECT DISTINCT s.name FROM read_results r JOIN facts f ON f.id = r.item_id JOIN scopes s ON s.id = f.scope_id"
+        )).fetchall()
+    assert scopes == [("hnsw-a",)]
