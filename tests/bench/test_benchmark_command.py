@@ -24,7 +24,7 @@ def _figures(stats: dict) -> list[float]:
 
 def test_tiny_benchmark_reports_every_figure_for_both_paths() -> None:
     run = subprocess.run(
-        [str(BIN), "benchmark", "--sizes", "20,40", "--queries", "4", "--writes", "2", "--json"],
+        [str(BIN), "benchmark", "--sizes", "20,40", "--queries", "4", "--writes", "2", "--warm-queries", "3", "--json"],
         capture_output=True, text=True, timeout=180,
     )
     assert run.returncode == 0, run.stderr[-2000:]
@@ -50,12 +50,16 @@ def test_tiny_benchmark_reports_every_figure_for_both_paths() -> None:
     table = render(report)
     assert "query edge p50/p95" in table and "noise floor (20 facts" in table
     assert "ratio 40/20 facts" in table
+    assert report["warm_queries"] == 3 and "3 uncounted warm-up queries" in table
 
 
 def test_bad_sizes_are_refused_before_anything_starts() -> None:
     run = subprocess.run([str(BIN), "benchmark", "--sizes", "0,abc"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert "--sizes" in run.stderr
+    run = subprocess.run([str(BIN), "benchmark", "--warm-queries", "-1"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert "--warm-queries" in run.stderr
 
 
 def test_one_thousand_is_measured_whenever_a_larger_size_is_asked_for() -> None:
