@@ -69,10 +69,20 @@ def _add(pool: Pool, row: dict[str, Any] | tuple[Any, ...], kind: str, channel: 
         setattr(cand, name, max(getattr(cand, name), value))
 
 
-async def corpus_sizes(conn: psycopg.AsyncConnection, scope_ids: list[str]) -> dict[str, tuple[int, int | None, int]]:
-    """corpus -> (documents, lowest format_version, scopes that have a stats row)."""
+@dataclass
+class Corpus:
+    """What the statistics say about one corpus of the scopes read."""
+
+    docs: int = 0  # rows counted by the statistics
+    format_version: int | None = None  # the oldest format among them
+    scopes_with_stats: int = 0
+    has_rows: bool = False  # whether the corpus holds any searchable row, statistics or not
+
+
+async def corpus_sizes(conn: psycopg.AsyncConnection, scope_ids: list[str]) -> dict[str, Corpus]:
+    """'facts' and 'episodes' -> their Corpus in the scopes read."""
     rows = await (await conn.execute(q.CORPUS_SIZES, {"scope_ids": scope_ids})).fetchall()
-    return {r[0]: (int(r[1]), r[2], int(r[3])) for r in rows}
+    return {r[0]: Corpus(int(r[1]), r[2], int(r[3]), bool(r[4])) for r in rows}
 
 
 async def dense(
@@ -96,19 +106,22 @@ async def dense(
             pool[str(row[0])].ends = (row[2], row[3])
 
 
-def lexical_mode(
-    sizes: dict[str, tuple[int, int | None, int]], corpus: str, scope_count: int, bm25_enabled: bool
-) -> LexicalMode:
-    """BM25 when every scope read has current statistics for the corpus; otherwise ts_rank, with why."""
+def lexical_mode(corpus: Corpus | None, name: str, bm25_enabled: bool) -> LexicalMode:
+    """BM25 when the corpus' statistics are present and current; otherwise ts_rank, with why.
+
+    An empty corpus counts as BM25 (there is nothing to rank either way).
+    """
     if not bm25_enabled:
         return LexicalMode("ts_rank", "BM25 is switched off (ECHO_MEMORY_LEXICAL_BM25=0)")
-    docs, version, with_stats = sizes.get(corpus, (0, None, 0))
-    if with_stats == 0:
-        return LexicalMode("bm25") if docs == 0 else LexicalMode("ts_rank", "no statistics")
-    if version != LEXICAL_FORMAT_VERSION:
+    corpus = corpus or Corpus()
+    if corpus.scopes_with_stats == 0:
+        if corpus.has_rows:
+            return LexicalMode("ts_rank", "no statistics: run `echo-memory reindex`")
+        return LexicalMode("bm25")
+    if corpus.format_version != LEXICAL_FORMAT_VERSION:
         return LexicalMode(
             "ts_rank",
-            f"{corpus} statistics are format {version}, this code needs {LEXICAL_FORMAT_VERSION}: "
+            f"{name} statistics are format {corpus.format_version}, this code needs {LEXICAL_FORMAT_VERSION}: "
             "run `echo-memory reindex`",
         )
     return LexicalMode("bm25")

@@ -43,12 +43,19 @@ _VISIBLE_EPISODE = """
 ep.scope_id = ANY(%(scope_ids)s) AND ep.kind <> 'write' AND ep.written_at <= %(at)s
 """
 
-# How many rows each corpus holds in the scopes read; picks exact scan or HNSW.
+# Per corpus, from the statistics: how many rows the scopes read hold (picks exact scan or HNSW),
+# the oldest format, how many scopes have statistics; and whether any row exists at all, so
+# rows without statistics fall back to ts_rank instead of matching nothing (two index probes).
 CORPUS_SIZES = """
-SELECT corpus, coalesce(sum(doc_count), 0)::bigint AS docs, min(format_version) AS format_version,
-       count(*) AS scopes_with_stats
-FROM lexical_stats WHERE scope_id = ANY(%(scope_ids)s)
-GROUP BY corpus
+SELECT c.corpus, coalesce(sum(ls.doc_count), 0)::bigint AS docs, min(ls.format_version) AS format_version,
+       count(ls.scope_id) AS scopes_with_stats,
+       CASE c.corpus
+           WHEN 'facts' THEN EXISTS (SELECT 1 FROM facts f WHERE f.scope_id = ANY(%(scope_ids)s))
+           ELSE EXISTS (SELECT 1 FROM episodes ep WHERE ep.scope_id = ANY(%(scope_ids)s) AND ep.kind <> 'write')
+       END AS has_rows
+FROM (VALUES ('facts'), ('episodes')) AS c(corpus)
+LEFT JOIN lexical_stats ls ON ls.corpus = c.corpus AND ls.scope_id = ANY(%(scope_ids)s)
+GROUP BY c.corpus
 """
 
 # Exact scan: "+ 0" makes the ORDER BY an expression the HNSW index cannot serve, so the planner

@@ -130,7 +130,7 @@ async def _search(
     vector: dict[str, Any] = {}
 
     def docs(corpus: str) -> int:
-        return sizes.get(corpus, (0, None, 0))[0]
+        return sizes[corpus].docs if corpus in sizes else 0
 
     async def with_vector() -> dict[str, Any]:
         if not vector:
@@ -153,11 +153,11 @@ async def _search(
         for kind in kinds:
             corpus = "facts" if kind == "fact" else "episodes"
             if "lexical" in on:
-                mode = ch.lexical_mode(sizes, corpus, len(scope_ids), settings.lexical_bm25)
+                mode = ch.lexical_mode(sizes.get(corpus), corpus, settings.lexical_bm25)
                 if mode.reason:
                     fallbacks.append(f"{corpus}: {mode.reason}")
                 if mode.mode == "bm25" and docs(corpus) == 0:
-                    continue  # no document frequencies: BM25 matches nothing, so skip the round trip
+                    continue  # an empty corpus: nothing to match, so skip the round trip
                 await ch.lexical(c, pool, await with_vector(), kind, mode, org=caller.org)
         if "episode" in kinds and "dense" in on:
             await ch.dense(c, pool, await with_vector(), "episode",

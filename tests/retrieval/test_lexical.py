@@ -89,6 +89,20 @@ async def test_stale_statistics_fall_back_to_ts_rank_and_say_so(stack: EchoStack
     assert again["lexical"] == "bm25"
 
 
+async def test_rows_without_statistics_fall_back_to_ts_rank_instead_of_matching_nothing(stack: EchoStack) -> None:
+    await _import(stack)
+    with psycopg.connect(stack.database_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM lexical_df WHERE corpus = 'episodes'")
+        conn.execute("DELETE FROM lexical_stats WHERE corpus = 'episodes'")
+    missing = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+    assert missing["lexical"] == "ts_rank"
+    assert "no statistics" in missing["note"] and "echo-memory reindex" in missing["note"]
+    assert any("lexical" in r["matched"] for r in missing["results"])
+    await stack.admin_call("reindex", "reindex", {"step": "lexical"})
+    again = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+    assert again["lexical"] == "bm25" and any("lexical" in r["matched"] for r in again["results"])
+
+
 async def test_env_switch_forces_the_fallback(stack: EchoStack, embedder: MiniLM, monkeypatch) -> None:
     await _import(stack)
     monkeypatch.setenv("ECHO_MEMORY_LEXICAL_BM25", "0")
