@@ -28,7 +28,7 @@ from services.retrieval import queries as q
 class Candidate:
     id: str
     kind: str  # fact | episode
-    # Cosine to the query. Lexical and graph rows are found before the query vector exists;
+    # Cosine to the query. The graph channel finds its edges without reading vectors;
     # `fill_cosines` sets theirs before fusion (NaN until then).
     cos: float
     lex: float = 0.0
@@ -206,8 +206,8 @@ async def graph_neighbourhood(
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def graph(pool: Pool, edges: list[tuple[str, str, str]], named: list[str], *, limit: int) -> dict[str, float]:
-    """Personalized PageRank over the neighbourhood of the named entities; returns the seeds.
+def graph(pool: Pool, edges: list[tuple[str, str, str]], named: list[str], *, limit: int) -> None:
+    """Personalized PageRank over the neighbourhood of the named entities; adds its candidates to `pool`.
 
     Seeds: the entities the query names (weight 2) and the endpoints of the three best dense
     facts that lie in that neighbourhood (weight 1), so run it after the dense channel. The
@@ -217,7 +217,7 @@ def graph(pool: Pool, edges: list[tuple[str, str, str]], named: list[str], *, li
     candidates (their cosines are filled in by `fill_cosines`).
     """
     if not edges:
-        return {}
+        return
     g = nx.Graph()
     for _, source, target in edges:
         weight = g.get_edge_data(source, target, {"weight": 0})["weight"] + 1
@@ -226,29 +226,27 @@ def graph(pool: Pool, edges: list[tuple[str, str, str]], named: list[str], *, li
     seeds: dict[str, float] = {e: 1.0 for c in best for e in c.ends or () if e in g}
     seeds.update({e: 2.0 for e in named if e in g})
     if not seeds:
-        return {}
+        return
     personalization = {node: seeds.get(node, 0.0) for node in g.nodes}
     rank = personalized_pagerank(g, personalization)
     scored = sorted(((rank[s] + rank[t], fid) for fid, s, t in edges), reverse=True)[:limit]
     for value, fid in scored:
         _add(pool, (fid, None), "fact", "graph", graph=float(value))
-    return seeds
 
 
 async def fill_cosines(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
-    """Set the cosine of every candidate found without one; drop any whose row is no longer visible."""
-    for kind, sql in (("fact", q.FACT_COSINES), ("episode", q.EPISODE_COSINES)):
-        ids = [c.id for c in pool.values() if c.kind == kind and math.isnan(c.cos)]
-        if not ids:
-            continue
-        with db_span(f"{kind}_cosines", org=org):
-            rows = await (await conn.execute(sql, {**params, "ids": ids})).fetchall()
-        found = {r[0]: float(r[1]) for r in rows}
-        for ident in ids:
-            if ident in found:
-                pool[ident].cos = found[ident]
-            else:
-                del pool[ident]
+    """Set the cosine of every fact found without one (the graph's); drop any no longer visible."""
+    ids = [c.id for c in pool.values() if math.isnan(c.cos)]
+    if not ids:
+        return
+    with db_span("fact_cosines", org=org):
+        rows = await (await conn.execute(q.FACT_COSINES, {**params, "ids": ids})).fetchall()
+    found = {r[0]: float(r[1]) for r in rows}
+    for ident in ids:
+        if ident in found:
+            pool[ident].cos = found[ident]
+        else:
+            del pool[ident]
 
 
 def personalized_pagerank(

@@ -35,9 +35,10 @@ f.t_valid, f.t_invalid, s.name AS scope_name, se.name AS source, te.name AS targ
 f.source_entity, f.target_entity
 """
 
-_VISIBLE = """
+_VALID_AT = "f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s)"
+_VISIBLE = f"""
 f.scope_id = ANY(%(scope_ids)s)
-AND f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s)
+AND {_VALID_AT}
 """
 _VISIBLE_EPISODE = """
 ep.scope_id = ANY(%(scope_ids)s) AND ep.kind <> 'write' AND ep.written_at <= %(at)s
@@ -102,7 +103,8 @@ def _bm25(table: str, alias: str, corpus: str, visible: str) -> str:
     """BM25 over one corpus, from the per-scope statistics the write triggers maintain.
 
     idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)); tf = positions of the lexeme in the row's
-    tsvector; document length = all positions (echo_tsv_length). Several scopes are read as one
+    tsvector; document length = all positions (`tsv_length`, stored per row by migration 0005).
+    Several scopes are read as one
     corpus (their counts are summed).
 
     Besides the score, each row carries what the coordination and proximity boosts need: how
@@ -233,10 +235,6 @@ FACT_COSINES = f"""
 SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
 WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 """
-EPISODE_COSINES = f"""
-SELECT ep.id::text, 1 - (ep.embedding <=> %(embedding)s) AS cos FROM episodes ep
-WHERE {_VISIBLE_EPISODE} AND ep.embedding IS NOT NULL AND ep.id = ANY(%(ids)s::uuid[])
-"""
 # The turns next to a hit in the same session (the neighbour channel).
 EPISODE_NEIGHBOURS = """
 SELECT nb.id, hit.id AS hit_id, 1 - (nb.embedding <=> %(embedding)s) AS cos
@@ -272,8 +270,7 @@ SELECT {_FACT_COLUMNS}, NULL::float8 AS score
 FROM unnest(%(scope_ids)s::uuid[]) AS read(scope_id)
 CROSS JOIN LATERAL (
     SELECT f.* FROM facts f
-    WHERE f.scope_id = read.scope_id
-      AND f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s)
+    WHERE f.scope_id = read.scope_id AND {_VALID_AT}
     ORDER BY f.written_at DESC, f.id
     LIMIT %(limit)s
 ) f

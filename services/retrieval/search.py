@@ -7,7 +7,7 @@ found it; fusion only decides the order. Every read is logged in the same transa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any
@@ -58,8 +58,8 @@ async def query_memory(
         raise InvalidArgument("about: entity names must not be empty")
     if not query and not args.digest and not about:
         raise InvalidArgument("query is required unless digest is true or about names an entity")
-    # The model runs in a worker thread (onnxruntime releases the GIL) while every statement that
-    # does not need the query vector runs: scopes, corpus sizes, the lexical and graph channels.
+    # The model runs in a worker thread (onnxruntime releases the GIL) while the statements that
+    # do not need the query vector run: scopes, corpus sizes, the graph neighbourhood.
     embedding_job = asyncio.create_task(asyncio.to_thread(embedder.embed_one, query)) if query else None
     try:
         scopes = await resolve_read_scopes(conn, caller, args.scope)
@@ -109,7 +109,7 @@ async def _search(
     args: QueryMemoryInput,
     settings: RetrievalSettings,
     params: dict[str, Any],
-    embedding_job: Awaitable[np.ndarray],
+    embedding_job: asyncio.Task[np.ndarray],
     side: SideConnection | None,
 ) -> tuple[list[tuple[dict[str, Any], str, list[str]]], str | None]:
     """Run every switched-on channel, fuse, and hydrate the top_k rows.
@@ -127,15 +127,13 @@ async def _search(
     kinds = ["fact", "episode"] if args.include_episodes else ["fact"]
     pool: ch.Pool = {}
     fallbacks: list[str] = []
-    vector: dict[str, Any] = {}
 
     def docs(corpus: str) -> int:
         return sizes[corpus].docs if corpus in sizes else 0
 
     async def with_vector() -> dict[str, Any]:
-        if not vector:
-            vector.update(params, embedding=await embedding_job, limit=limit)
-        return vector
+        # A task's result can be awaited any number of times; both groups wait on the same one.
+        return {**params, "embedding": await embedding_job, "limit": limit}
 
     async def facts_and_graph(c: psycopg.AsyncConnection) -> None:
         named: list[str] = []
