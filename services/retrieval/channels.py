@@ -138,7 +138,9 @@ async def lexical(
         # Not prepared, for the reason `dense` gives: a generic plan cannot see the query's terms
         # (measured at 100k facts: 14 ms instead of 5).
         rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
-    for ident, lex, cos, matched, terms, doc_positions, query_positions, idfs in rows:
+    # In BM25 mode the first row alone carries the query's positions and idfs (see `_bm25`).
+    query_positions, idfs = (rows[0][6], rows[0][7]) if rows else (None, None)
+    for ident, lex, cos, matched, terms, doc_positions, _, _ in rows:
         if lex and float(lex) > 0:
             _add(pool, (ident, cos), kind, "lexical", lex=float(lex))
             cand = pool[str(ident)]

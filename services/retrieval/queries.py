@@ -109,8 +109,10 @@ def _bm25(table: str, alias: str, corpus: str, visible: str) -> str:
 
     Besides the score, each row carries what the coordination and proximity boosts need: how
     many distinct query terms it matched (`matched`, of `terms` query terms the corpus knows),
-    the positions of those terms in the row and in the query, and the terms' idf. The query-side
-    columns repeat on every row; they are a few hundred bytes and save a round trip.
+    the positions of those terms in the row and in the query, and the terms' idf. Positions are
+    only built for rows that matched two terms or more (proximity needs a pair), and the
+    query-side columns only on the first row: decoding the same JSON on every row cost the
+    service ~1 ms per query at top_k 50.
     """
     return f"""
 WITH q AS (
@@ -169,11 +171,13 @@ SELECT s.id::text, s.lex,
        1 - (t.embedding <=> %(embedding)s) AS cos,
        s.matched,
        (SELECT count(*) FROM idf) AS terms,
-       (SELECT jsonb_object_agg(u.lexeme, coalesce(u.positions::int[], '{{}}'))
-          FROM unnest(t.tsv) AS u JOIN idf ON idf.term = u.lexeme) AS doc_positions,
-       (SELECT jsonb_object_agg(q.term, coalesce(q.positions::int[], '{{}}')) FROM q) AS query_positions,
-       (SELECT jsonb_object_agg(idf.term, idf.idf) FROM idf) AS idfs
-FROM scored s
+       CASE WHEN s.matched >= 2 THEN
+           (SELECT jsonb_object_agg(u.lexeme, coalesce(u.positions::int[], '{{}}'))
+              FROM unnest(t.tsv) AS u JOIN idf ON idf.term = u.lexeme) END AS doc_positions,
+       CASE WHEN s.first THEN
+           (SELECT jsonb_object_agg(q.term, coalesce(q.positions::int[], '{{}}')) FROM q) END AS query_positions,
+       CASE WHEN s.first THEN (SELECT jsonb_object_agg(idf.term, idf.idf) FROM idf) END AS idfs
+FROM (SELECT scored.*, row_number() OVER (ORDER BY lex DESC, id) = 1 AS first FROM scored) s
 JOIN {table} t ON t.id = s.id
 ORDER BY s.lex DESC, s.id
 """

@@ -38,17 +38,21 @@ async def test_bm25_rows_carry_matched_terms_positions_and_idf(stack: EchoStack,
     # "vase" is on every row, so only the two rarer terms make candidates: Carol is not one.
     assert set(by_id) == set(ids[:2])
     alice, bob = by_id[ids[0]], by_id[ids[1]]
-    # columns: id, lex, cos, matched, terms, doc_positions, query_positions, idfs
+    # columns: id, lex, cos, matched, terms, doc_positions, query_positions, idfs; the
+    # query-side ones (the same for every row) come on the first row only.
     assert (alice[3], bob[3]) == (3, 3)
     assert alice[4] == bob[4] == 3
     assert alice[5] == {"kiln": [3], "fire": [4], "vase": [6]}
     assert bob[5] == {"vase": [3], "fire": [4], "kiln": [7]}
-    assert alice[6] == {"kiln": [1], "fire": [2], "vase": [3]}
-    assert math.isclose(alice[7]["kiln"], _idf(3, 2)) and math.isclose(alice[7]["vase"], _idf(3, 3))
+    first, second = rows
+    assert second[6] is None and second[7] is None
+    query_positions, idfs = first[6], first[7]
+    assert query_positions == {"kiln": [1], "fire": [2], "vase": [3]}
+    assert math.isclose(idfs["kiln"], _idf(3, 2)) and math.isclose(idfs["vase"], _idf(3, 3))
     # Alice has "kiln fired" adjacent and "fired … vase" two apart, in query order; Bob has the
     # same words in another order, which only "fired in the kiln"… never kiln→fire or fire→vase.
-    assert math.isclose(proximity(alice[6], alice[5], alice[7]), _idf(3, 2) + _idf(3, 3))
-    assert proximity(bob[6], bob[5], bob[7]) == 0.0
+    assert math.isclose(proximity(query_positions, alice[5], idfs), _idf(3, 2) + _idf(3, 3))
+    assert proximity(query_positions, bob[5], idfs) == 0.0
 
 
 def test_proximity_counts_each_pair_once_and_respects_the_window() -> None:
