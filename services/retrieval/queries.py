@@ -215,23 +215,38 @@ SELECT a.entity_id::text FROM entity_aliases a
 WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = ANY(%(grams)s)
 """
 # The visible edges within two hops of the seeds: the part of the scope's entity graph where
-# personalized PageRank puts nearly all its mass. Capped per hop, so a hub entity cannot blow it
-# up: at 100k facts an entity has ~90 edges, and the two hops are most of the channel's cost.
+# personalized PageRank puts nearly all its mass. Capped, so a hub entity cannot blow it up (at
+# 100k facts an entity has ~90 edges): the seeds' own edges up to edge_cap, then at most
+# GRAPH_EDGES_PER_ENTITY edges each way per frontier entity, again up to edge_cap.
+# Every cap walks an index in a fixed order, so the same store answers the same query with the
+# same edges. (A LIMIT over a sequential scan did not: Postgres starts large scans where another
+# one is, and the graph channel's edges, hence the ranking, changed from one run to the next.)
+GRAPH_EDGES_PER_ENTITY = 3
 GRAPH_NEIGHBOURHOOD = f"""
 WITH hop1 AS (
     SELECT f.id, f.source_entity, f.target_entity FROM facts f
     WHERE {_VISIBLE} AND (f.source_entity = ANY(%(seeds)s::uuid[]) OR f.target_entity = ANY(%(seeds)s::uuid[]))
+    ORDER BY f.id
     LIMIT %(edge_cap)s
 ),
 frontier AS (
     SELECT source_entity AS e FROM hop1 UNION SELECT target_entity FROM hop1
+),
+hop2 AS (
+    SELECT DISTINCT n.id, n.source_entity, n.target_entity
+    FROM frontier
+    CROSS JOIN LATERAL (
+        (SELECT f.id, f.source_entity, f.target_entity FROM facts f
+         WHERE {_VISIBLE} AND f.source_entity = frontier.e LIMIT {GRAPH_EDGES_PER_ENTITY})
+        UNION ALL
+        (SELECT f.id, f.source_entity, f.target_entity FROM facts f
+         WHERE {_VISIBLE} AND f.target_entity = frontier.e LIMIT {GRAPH_EDGES_PER_ENTITY})
+    ) AS n
 )
 SELECT id::text, source_entity::text, target_entity::text FROM hop1
 UNION
-(SELECT f.id::text, f.source_entity::text, f.target_entity::text FROM facts f
- WHERE {_VISIBLE}
-   AND (f.source_entity IN (SELECT e FROM frontier) OR f.target_entity IN (SELECT e FROM frontier))
- LIMIT %(edge_cap)s)
+(SELECT id::text, source_entity::text, target_entity::text FROM hop2 ORDER BY id LIMIT %(edge_cap)s)
+ORDER BY 1
 """
 # Cosines of candidates a channel found without reading vectors (the graph channel's edges): a
 # result's score is its cosine whatever channel found it.

@@ -1,0 +1,77 @@
+"""The graph channel's neighbourhood: capped per hop, in a fixed order, inside the scope.
+
+A hub entity with more edges than the cap must give the same edges on every call (the ranking
+depends on them), in id order, with the seeds' own edges chosen first and each frontier entity
+contributing at most GRAPH_EDGES_PER_ENTITY edges each way.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import psycopg
+
+from libs.testing import EchoStack
+from services.retrieval import channels as ch
+from services.retrieval.queries import GRAPH_EDGES_PER_ENTITY
+
+HUB = "core gateway"
+SPOKES = 8
+CAP = 5
+
+
+def _edge(scope: str, source: str, target: str, new: list[str]) -> dict:
+    return {
+        "scope": scope, "session_id": "graph", "project": "graph",
+        "entities": [{"name": source, "type": "service"}, {"name": target, "type": "service"}],
+        "entity_resolutions": [{"mention": name, "entity_id": "new", "rationale": "test"} for name in new],
+        "facts": [{"source": source, "target": target, "relation": "calls",
+                   "fact": f"The {source} calls the {target}.", "confidence": "extracted"}],
+    }
+
+
+async def _build(stack: EchoStack, scope: str) -> None:
+    await stack.admin_call("writes", "scope_create", {"name": scope})
+    for spoke in range(SPOKES):
+        first = [HUB] if spoke == 0 else []
+        stored = await stack.admin_call("writes", "write_episode", _edge(scope, HUB, f"spoke {spoke}", first + [f"spoke {spoke}"]))
+        assert stored["stored"] is True, stored.get("error")
+        for leaf in range(5):
+            name = f"leaf {spoke}.{leaf}"
+            stored = await stack.admin_call("writes", "write_episode", _edge(scope, f"spoke {spoke}", name, [name]))
+            assert stored["stored"] is True, stored.get("error")
+
+
+async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(stack: EchoStack) -> None:
+    await _build(stack, "graph-a")
+    await _build(stack, "graph-b")  # same names in another scope: none of its edges may appear
+    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
+        scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name = 'graph-a'")).fetchone())[0]  # type: ignore[index]
+        params = {"scope_ids": [scope_id], "at": datetime.now(tz=UTC), "query": f"what does the {HUB} call?"}
+        named = await ch.named_entities(conn, params, org="x")
+        assert len(named) == 1
+        runs = [await ch.graph_neighbourhood(conn, params, named, edge_cap=CAP, org="x") for _ in range(3)]
+        hub_edges = await (await conn.execute(
+            "SELECT id::text FROM facts WHERE scope_id = %s AND source_entity = %s::uuid ORDER BY id", (scope_id, named[0])
+        )).fetchall()
+        in_scope = {r[0] for r in await (await conn.execute(
+            "SELECT id::text FROM facts WHERE scope_id = %s", (scope_id,)
+        )).fetchall()}
+
+    edges = runs[0]
+    assert runs[1] == edges and runs[2] == edges
+    ids = [e[0] for e in edges]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert set(ids) <= in_scope
+    # First hop: the CAP lowest-id edges of the hub (it has SPOKES > CAP of them).
+    first_hop = [r[0] for r in hub_edges][:CAP]
+    assert set(first_hop) <= set(ids)
+    # Second hop adds at most CAP more, each from a spoke reached in the first hop.
+    assert CAP < len(ids) <= 2 * CAP
+    reached = {e[2] for e in edges if e[0] in first_hop}
+    second = [e for e in edges if e[0] not in first_hop]
+    assert all(source in reached or target in reached for _, source, target in second)
+    per_spoke: dict[str, int] = {}
+    for _, source, _ in second:
+        per_spoke[source] = per_spoke.get(source, 0) + 1
+    assert max(per_spoke.values()) <= GRAPH_EDGES_PER_ENTITY
