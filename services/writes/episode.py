@@ -8,6 +8,9 @@ nothing (deferred, unchanged, no_facts) inserts nothing at all:
     resolve mentions (read only) → classify facts (restated / to write / deferred) →
     create entities, learn aliases → episode → facts → audit rows → outbox events
 
+The facts' vectors are computed in a worker thread from the start and awaited only when the
+first fact is inserted, so the model and the database work at the same time.
+
 Owned here: `episodes`, `facts`, `audit_log` and `outbox` rows of a write. Entity SQL lives in
 entities.py; the response shape in libs/contracts/write.py; the contract in
 docs/tools/write_episode.md.
@@ -15,6 +18,7 @@ docs/tools/write_episode.md.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -94,7 +98,7 @@ class _Planned:
     target: Mention
     relation: str
     active: dict[str, Any] | None
-    vector: np.ndarray
+    index: int  # the fact's position in the call, which is also its vector's
 
 
 async def write_episode(
@@ -112,23 +116,40 @@ async def write_episode(
         async with conn.transaction(force_rollback=True):
             scope = await resolve_scope(conn, caller, args.scope, "write")
         return WriteEpisodeResult(stored=False, not_stored="no_facts", scope=scope.name)
+    # Embedding is the slow part of a write (onnxruntime releases the GIL): the facts' texts start
+    # now and are needed only at insert time; names that may become entities follow below.
+    fact_job = asyncio.create_task(asyncio.to_thread(embedder.embed, [f.fact for f in args.facts]))
+    try:
+        return await _store(conn, caller, args, embedder, fact_job)
+    finally:
+        await asyncio.wait([fact_job])  # never leave the model running past the request
+        if not fact_job.cancelled():
+            fact_job.exception()  # seen, so a failed embedding behind an earlier error is not logged as lost
+
+
+async def _store(
+    conn: psycopg.AsyncConnection,
+    caller: Caller,
+    args: WriteEpisodeInput,
+    embedder: MiniLM,
+    fact_job: asyncio.Task[np.ndarray],
+) -> WriteEpisodeResult:
     scope = await resolve_scope(conn, caller, args.scope, "write")
 
     by_key = entities.call_entities(args)
     referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}
-    # Known names resolve before the lock and need no vector; embedding is the slow part of a
-    # write, so it too happens before the lock, and only for names that may become entities.
+    # Known names resolve before the lock and need no vector; the others are embedded before the
+    # lock too, in a second thread beside the facts'.
     await entities.resolve_known(conn, scope, args, by_key, referenced)
     names = [m.name for m in entities.unique(by_key) if entities.needs_vector(m, args)]
-    embedded = embedder.embed(names + [f.fact for f in args.facts])
-    vectors = dict(zip(names, embedded[: len(names)], strict=True))
-    fact_vectors = list(embedded[len(names):])
+    embedded = await asyncio.to_thread(embedder.embed, names) if names else []
+    vectors = dict(zip(names, embedded, strict=True))
 
     with db_span("scope_write_lock", org=caller.org):
         now: datetime = (await (await conn.execute(q.LOCK_SCOPE_THEN_NOW, (scope.id,))).fetchone())[0]  # type: ignore[index]
 
     await entities.plan(conn, scope, args, by_key, referenced, vectors)
-    planned, restated, deferred = await _classify(conn, caller, scope, args, by_key, fact_vectors)
+    planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
 
     if not planned:
         outcome = "deferred" if deferred else "unchanged"
@@ -141,7 +162,11 @@ async def write_episode(
         await entities.materialise(conn, scope, mention, caller.agent_id, vectors)
         await _audit_entity(conn, caller, args, scope, mention)
     episode_id = await _insert_episode(conn, caller, args, scope, [p.fact for p in planned])
-    created = [await _write_fact(conn, caller, args, scope, p, episode_id=episode_id, now=now) for p in planned]
+    fact_vectors = await fact_job
+    created = [
+        await _write_fact(conn, caller, args, scope, p, fact_vectors[p.index], episode_id=episode_id, now=now)
+        for p in planned
+    ]
     return WriteEpisodeResult(
         stored=True,
         partial=bool(deferred),
@@ -158,14 +183,13 @@ async def _classify(
     scope: Scope,
     args: WriteEpisodeInput,
     by_key: dict[str, Mention],
-    fact_vectors: list[np.ndarray],
 ) -> tuple[list[_Planned], list[EdgeRef], list[DeferredMention]]:
     """Split the facts into edges to write, restatements of the active edge, and deferred mentions."""
     planned: list[_Planned] = []
     restated: list[EdgeRef] = []
     waiting: dict[int, Mention] = {}
     seen: dict[tuple[object, object, str], int] = {}
-    for index, (fact, vector) in enumerate(zip(args.facts, fact_vectors, strict=True), start=1):
+    for index, fact in enumerate(args.facts, start=1):
         source, target = by_key[key(fact.source)], by_key[key(fact.target)]
         blocked = [m for m in (source, target) if m.deferred]
         if blocked:
@@ -197,7 +221,7 @@ async def _classify(
             restated.append(EdgeRef(fact_id=str(active["id"]), source=source.display, target=target.display,
                                     relation=active["relation"]))
             continue
-        planned.append(_Planned(fact, source, target, relation, active, vector))
+        planned.append(_Planned(fact, source, target, relation, active, index - 1))
     deferred = [DeferredMention(mention=m.name, candidates=m.candidates) for m in waiting.values()]
     return planned, restated, deferred
 
@@ -222,6 +246,7 @@ async def _write_fact(
     args: WriteEpisodeInput,
     scope: Scope,
     p: _Planned,
+    vector: np.ndarray,
     *,
     episode_id: str,
     now: datetime,
@@ -243,7 +268,7 @@ async def _write_fact(
                  "hint_origin": ("post_hoc" if hint_added else "write") if fact.causal_hint else None,
                  "now": now, "supersedes": supersedes,
                  "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
-                 "session_id": args.session_id, "embedding": p.vector, "tokens": count_tokens(fact.fact)},
+                 "session_id": args.session_id, "embedding": vector, "tokens": count_tokens(fact.fact)},
             )
         ).fetchone()
     fact_id = str(row[0])  # type: ignore[index]
