@@ -41,6 +41,7 @@ from services.edge import instructions
 from services.edge.limits import RateLimiter, cap_max_tokens
 from services.edge.metrics import EdgeMetrics
 from services.edge.render import render_recall, strip_delimiters
+from services.edge.schemas import client_output_schema
 from services.edge.settings import EdgeSettings
 
 CallerSource = Callable[[Context], Caller]
@@ -211,5 +212,5 @@ def add_contract_tool(server: MCPServer, spec: ToolSpec, fn: Callable[..., Any])
     registered = server._tool_manager.get_tool(spec.name)  # the SDK has no public setter for schemas
     assert registered is not None
     registered.fn_metadata.arg_model = _RawArguments
-    registered.fn_metadata.output_schema = spec.output_model.model_json_schema()
+    registered.fn_metadata.output_schema = client_output_schema(spec.output_model)
     registered.parameters = spec.input_model.model_json_schema()
