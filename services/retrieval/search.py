@@ -115,10 +115,10 @@ async def _search(
     """Run every switched-on channel, fuse, and hydrate the top_k rows.
 
     The query is still being embedded when this starts: corpus sizes and the graph neighbourhood
-    of the entities the query names load meanwhile. Once the vector is ready, dense facts then
-    PageRank (seeded partly by the best dense facts) run on `conn`, and lexical plus the episode
-    channels on the `side` connection at the same time (without one, in turn). The graph's
-    candidates get their cosines last.
+    of the entities the query names load meanwhile. Once the vector is ready, dense facts, dense
+    episodes, then PageRank (seeded partly by the best dense facts) run on `conn`, and the lexical
+    channel, the longest statement, on the `side` connection at the same time (without one, in
+    turn). The graph's candidates get their cosines last.
     """
     on = set(settings.channels)
     limit = max(settings.candidates, args.top_k)
@@ -135,7 +135,7 @@ async def _search(
         # A task's result can be awaited any number of times; both groups wait on the same one.
         return {**params, "embedding": await embedding_job, "limit": limit}
 
-    async def facts_and_graph(c: psycopg.AsyncConnection) -> None:
+    async def dense_and_graph(c: psycopg.AsyncConnection) -> None:
         named: list[str] = []
         edges: list[tuple[str, str, str]] = []
         if "graph" in on and docs("facts") > 0:
@@ -144,10 +144,13 @@ async def _search(
         if "dense" in on:
             await ch.dense(c, pool, await with_vector(), "fact", use_hnsw=docs("facts") > settings.hnsw_threshold,
                            org=caller.org)
+            if "episode" in kinds:
+                await ch.dense(c, pool, await with_vector(), "episode",
+                               use_hnsw=docs("episodes") > settings.hnsw_threshold, org=caller.org)
         if edges:
             ch.graph(pool, edges, named, limit=limit)
 
-    async def lexical_and_episodes(c: psycopg.AsyncConnection) -> None:
+    async def lexical_channel(c: psycopg.AsyncConnection) -> None:
         for kind in kinds:
             corpus = "facts" if kind == "fact" else "episodes"
             if "lexical" in on:
@@ -157,18 +160,15 @@ async def _search(
                 if mode.mode == "bm25" and docs(corpus) == 0:
                     continue  # an empty corpus: nothing to match, so skip the round trip
                 await ch.lexical(c, pool, await with_vector(), kind, mode, org=caller.org)
-        if "episode" in kinds and "dense" in on:
-            await ch.dense(c, pool, await with_vector(), "episode",
-                           use_hnsw=docs("episodes") > settings.hnsw_threshold, org=caller.org)
 
     if side is None:
-        await facts_and_graph(conn)
-        await lexical_and_episodes(conn)
+        await dense_and_graph(conn)
+        await lexical_channel(conn)
     else:
         async with side() as other:
             # Both run to the end even when one fails, so no statement is left running on a
             # connection that goes back to the pool; then the first failure is raised.
-            outcomes = await asyncio.gather(facts_and_graph(conn), lexical_and_episodes(other),
+            outcomes = await asyncio.gather(dense_and_graph(conn), lexical_channel(other),
                                             return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
