@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
-import scipy.sparse  # noqa: F401  (imported at start-up: networkx loads it lazily on the first query)
+import numpy as np
 import psycopg
+import scipy.sparse
 
 from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
 from libs.telemetry import db_span
@@ -254,20 +255,38 @@ async def fill_cosines(conn: psycopg.AsyncConnection, pool: Pool, params: dict[s
 def personalized_pagerank(
     g: nx.Graph, personalization: dict[Any, float], alpha: float = 0.85, iterations: int = 200, tol: float = 1e-6
 ) -> dict[Any, float]:
-    """PageRank with restarts to the seeds (networkx's sparse implementation, backed by scipy).
+    """PageRank with restarts to the seeds: networkx's power iteration, on a matrix built once.
+
+    The same algorithm as `nx.pagerank` (row-normalised weights, dangling nodes restart to the
+    seeds, stop when the L1 change is below nodes × tol; tests/unit/test_pagerank.py holds it to
+    networkx's answer). networkx multiplies `x @ A`, which makes scipy build a transposed sparse
+    matrix on every iteration: 4.9 ms for a 229-edge neighbourhood at 100k facts, on the event
+    loop. Transposing once makes it ~0.5 ms.
 
     With alpha 0.85 the error shrinks by 0.85 per iteration, so 200 iterations always reach the
-    tolerance (networkx raises instead of returning an unconverged vector). networkx stops when
-    the L1 change is below nodes × tol: 1e-6 leaves ~3e-4 of total mass on a 300-node
-    neighbourhood, far below the gaps that order facts, and needs a quarter of the iterations
-    1e-8 did (measured 2.8 ms instead of 11 ms per query on that graph).
-
-    A pure-Python power iteration cost ~700 ms per query on a 4,000-edge neighbourhood at 100k
-    facts; the sparse one takes a few milliseconds.
+    tolerance; 1e-6 leaves ~3e-4 of total mass on a 300-node neighbourhood, far below the gaps
+    that order facts. Raises `nx.PowerIterationFailedConvergence` as networkx would.
     """
-    return nx.pagerank(
-        g, alpha=alpha, personalization=personalization, weight="weight", max_iter=iterations, tol=tol
-    )
+    nodes = list(g)
+    if not nodes:
+        return {}
+    matrix = nx.to_scipy_sparse_array(g, nodelist=nodes, weight="weight", dtype=float)
+    out_weight = np.asarray(matrix.sum(axis=1)).ravel()
+    dangling = out_weight == 0
+    scale = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=~dangling)
+    # Row-normalised, then transposed once: x @ A becomes A_T @ x, a plain CSR product.
+    transposed = (scipy.sparse.diags_array(scale) @ matrix).T.tocsr()
+    restart = np.array([personalization.get(node, 0.0) for node in nodes], dtype=float)
+    if restart.sum() <= 0:
+        raise ZeroDivisionError("personalization must give some node a positive weight")
+    restart /= restart.sum()
+    x = np.full(len(nodes), 1.0 / len(nodes))
+    for _ in range(iterations):
+        last = x
+        x = alpha * (transposed @ last + last[dangling].sum() * restart) + (1 - alpha) * restart
+        if np.abs(x - last).sum() < len(nodes) * tol:
+            return dict(zip(nodes, map(float, x), strict=True))
+    raise nx.PowerIterationFailedConvergence(iterations)
 
 
 async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
