@@ -118,11 +118,25 @@ def _eval(settings: Any, args: Any) -> int:
 
         print(json.dumps(run_experiments(args, DATASETS), indent=2))
         return 0
-    report = asyncio.run(run_agent_facts(_call(settings), args.dataset, show=True, context=args.context))
+    dataset = _dataset_file("eval", args.dataset, "agent-facts.json")
+    if dataset is None:
+        return 2
+    report = asyncio.run(run_agent_facts(_call(settings), str(dataset), show=True, context=args.context))
     if not args.json:
         report.pop("per_query", None)
     print(json.dumps(report, indent=2))
     return 0
+
+
+def _dataset_file(command: str, path: str, name: str) -> Path | None:
+    """`path`, or `name` inside it when it is a folder; None (after saying why) when neither is a file."""
+    candidate = Path(path)
+    if candidate.is_dir():
+        candidate = candidate / name
+    if not candidate.is_file():
+        print(f"echo-memory {command}: no dataset file at {candidate} (expected {name})", file=sys.stderr)
+        return None
+    return candidate
 
 
 def _external(settings: Any, args: Any) -> int:
@@ -135,9 +149,11 @@ def _external(settings: Any, args: Any) -> int:
         print(json.dumps(asyncio.run(run_madial(_call(settings), path, dialogues=args.questions,
                                                 mode=args.query_mode)), indent=2))
         return 0
-    path = args.path or str(DATASETS / "locomo" / "locomo10.json")
+    path = _dataset_file("eval-external", args.path or str(DATASETS / "locomo"), "locomo10.json")
+    if path is None:
+        return 2
     report = asyncio.run(
-        run_locomo(_call(settings), path, conversations=args.conversations, questions=args.questions, show=True)
+        run_locomo(_call(settings), str(path), conversations=args.conversations, questions=args.questions, show=True)
     )
     print(json.dumps(report, indent=2))
     return 0
