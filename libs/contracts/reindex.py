@@ -47,3 +47,10 @@ class LexicalStatusResult(BaseModel):
     scope: str
     code_format_version: int
     corpora: list[CorpusStatus]
+    embedding_model: str | None = Field(
+        None, description="the model the scope's vectors were made by (null: none stored yet, or not recorded)"
+    )
+    code_embedding_model: str | None = Field(None, description="the model this deployment embeds with")
+    embedding_reason: str | None = Field(
+        None, description="why the scope needs `echo-memory reindex` for its vectors; null when it does not"
+    )

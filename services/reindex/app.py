@@ -20,6 +20,6 @@ def build_router(ctx: ServiceContext) -> NatsRouter:
         SERVICE,
         [
             Route("reindex", ReindexInput, partial(reindex, embedder=ctx.embedder)),
-            Route("lexical_status", LexicalStatusInput, lexical_status),
+            Route("lexical_status", LexicalStatusInput, partial(lexical_status, model=ctx.embedder.name)),
         ],
     )

@@ -20,6 +20,7 @@ from libs.contracts.reindex import (
     ReindexResult,
 )
 from libs.embed import MiniLM
+from libs.store import embedding_models
 from libs.store.scopes import resolve_scope
 from services.reindex import queries as q
 
@@ -49,6 +50,9 @@ async def reindex(
             after_t, after_id = int(t), ident
         except ValueError:
             raise InvalidArgument(f"after: '{args.after}' is not a cursor returned by reindex") from None
+    model = {**params, "model": embedder.name, "pending": embedding_models.pending(embedder.name)}
+    if not args.after:
+        await conn.execute(embedding_models.REPLACE, {**params, "model": model["pending"]})
     total = int((await (await conn.execute(q.COUNT_EMBEDDED, params)).fetchone())[0])  # type: ignore[index]
     page = await (
         await conn.execute(q.PAGE_EMBEDDED, {**params, "after_t": after_t, "after_id": after_id, "limit": args.limit})
@@ -59,13 +63,16 @@ async def reindex(
             for (table, ident, _), vector in zip(page, vectors, strict=True):
                 await cur.execute(q.UPDATE_EMBEDDING[table], {**params, "id": ident, "embedding": vector})
     cursor = f"{page[-1][0]}:{page[-1][1]}" if len(page) == args.limit else None
+    if cursor is None:
+        await conn.execute(embedding_models.FINISH, model)
     return ReindexResult(scope=scope.name, step="embeddings", processed=len(page), total=total, next=cursor)
 
 
 async def lexical_status(
-    conn: psycopg.AsyncConnection, caller: Caller, args: LexicalStatusInput
+    conn: psycopg.AsyncConnection, caller: Caller, args: LexicalStatusInput, model: str
 ) -> LexicalStatusResult:
-    """Per corpus: documents, what the statistics say, and whether queries use BM25 or ts_rank."""
+    """Per corpus: documents, what the statistics say, and whether queries use BM25 or ts_rank;
+    and which embedding model made the scope's vectors, against the one `model` this service runs."""
     scope = await resolve_scope(conn, caller, args.scope, "read")
     params = {"scope_id": scope.id}
     counts = {r[0]: int(r[1]) for r in await (await conn.execute(q.CORPUS_COUNTS, params)).fetchall()}
@@ -84,4 +91,11 @@ async def lexical_status(
             reason = f"statistics count {docs} documents but the scope holds {counts[corpus]}: run `echo-memory reindex`"
         corpora.append(CorpusStatus(corpus=corpus, documents=counts[corpus], stats_documents=docs,  # type: ignore[arg-type]
                                     format_version=version, mode=mode, reason=reason))  # type: ignore[arg-type]
-    return LexicalStatusResult(scope=scope.name, code_format_version=LEXICAL_FORMAT_VERSION, corpora=corpora)
+    row = await (await conn.execute(embedding_models.MODEL_OF_SCOPE, params)).fetchone()
+    recorded = str(row[0]) if row else None
+    reason = (
+        f"vectors were made by {recorded}, this deployment embeds with {model}: run `echo-memory reindex`"
+        if recorded is not None and recorded != model else None
+    )
+    return LexicalStatusResult(scope=scope.name, code_format_version=LEXICAL_FORMAT_VERSION, corpora=corpora,
+                               embedding_model=recorded, code_embedding_model=model, embedding_reason=reason)

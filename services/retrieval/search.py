@@ -21,6 +21,7 @@ from libs.contracts.common import Provenance
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
 from libs.embed import MiniLM
+from libs.store import embedding_models
 from libs.store.scopes import Scope, public_name, resolve_read_scopes
 from libs.telemetry import db_span
 from services.retrieval import channels as ch
@@ -68,6 +69,7 @@ async def query_memory(
         params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query}
         note: str | None = None
         lexical_note: str | None = None
+        model_note: str | None = None
         ranked: list[tuple[dict[str, Any], str, list[str]]] = []  # (row with score, kind, matched)
         searched = False
         if about:
@@ -81,7 +83,9 @@ async def query_memory(
                     ranked = [(r, "fact", ["digest"]) for r in await cur.fetchall()]
         elif scope_ids and embedding_job is not None:
             searched = True
-            ranked, lexical_note = await _search(conn, caller, args, settings, params, embedding_job, side)
+            ranked, lexical_note, model_note = await _search(
+                conn, caller, args, settings, params, embedding_job, side, embedder.name
+            )
     finally:
         if embedding_job is not None and not embedding_job.done():
             await asyncio.wait([embedding_job])  # never leave the model running past the request
@@ -94,8 +98,9 @@ async def query_memory(
         note = _empty_note(scopes, args)
     if cut:
         note = f"stopped at {total} tokens (max_tokens={args.max_tokens}); {cut} more results were left out"
-    if lexical_note:
-        note = f"{note}; {lexical_note}" if note else lexical_note
+    for extra in (lexical_note, model_note):
+        if extra:
+            note = f"{note}; {extra}" if note else extra
     read_id = await _log_read(conn, caller, args, scopes, items, total, at if args.as_of is not None else None)
     return QueryMemoryResult(
         results=items, read_id=read_id, total_tokens=total, scopes=[s.name for s in scopes], note=note,
@@ -111,8 +116,12 @@ async def _search(
     params: dict[str, Any],
     embedding_job: asyncio.Task[np.ndarray],
     side: SideConnection | None,
-) -> tuple[list[tuple[dict[str, Any], str, list[str]]], str | None]:
+    model: str,
+) -> tuple[list[tuple[dict[str, Any], str, list[str]]], str | None, str | None]:
     """Run every switched-on channel, fuse, and hydrate the top_k rows.
+
+    Returns the ranked rows, the lexical fallback note and the embedding-model note (scopes whose
+    vectors another model made), each None when there is nothing to say.
 
     The query is still being embedded when this starts: corpus sizes and the graph neighbourhood
     of the entities the query names load meanwhile. Once the vector is ready, dense facts, dense
@@ -124,6 +133,7 @@ async def _search(
     limit = max(settings.candidates, args.top_k)
     scope_ids = params["scope_ids"]
     sizes = await ch.corpus_sizes(conn, scope_ids)
+    model_note = await _model_note(conn, scope_ids, model)
     kinds = ["fact", "episode"] if args.include_episodes else ["fact"]
     pool: ch.Pool = {}
     fallbacks: list[str] = []
@@ -184,7 +194,13 @@ async def _search(
     lexical_note = (
         "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
     )
-    return ranked, lexical_note
+    return ranked, lexical_note, model_note
+
+
+async def _model_note(conn: psycopg.AsyncConnection, scope_ids: list[str], model: str) -> str | None:
+    """Says which scopes read hold vectors of another embedding model (see libs/store/embedding_models)."""
+    rows = await (await conn.execute(embedding_models.OTHER_MODELS, {"scope_ids": scope_ids, "model": model})).fetchall()
+    return embedding_models.mismatch_note([(public_name(r[0]), str(r[1])) for r in rows], model)
 
 
 async def _hydrate(

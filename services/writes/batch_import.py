@@ -17,6 +17,7 @@ from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
 from libs.embed import MiniLM, count_tokens
+from libs.store import embedding_models
 from libs.store.scopes import resolve_scope
 from libs.telemetry import db_span
 from services.writes.queries import SCOPE_WRITE_LOCK
@@ -58,4 +59,5 @@ async def import_episodes(
     with db_span("insert_imported_episodes", org=caller.org):
         async with conn.cursor() as cur:
             await cur.executemany(INSERT_IMPORTED_EPISODE, rows)
+        await conn.execute(embedding_models.RECORD, {"scope_id": scope.id, "model": embedder.name})
     return ImportEpisodesResult(imported=len(ids), episode_ids=ids, scope=scope.name)

@@ -161,7 +161,7 @@ async def _store(
     for mention in endpoints:
         await entities.materialise(conn, scope, mention, caller.agent_id, vectors)
         await _audit_entity(conn, caller, args, scope, mention)
-    episode_id = await _insert_episode(conn, caller, args, scope, [p.fact for p in planned])
+    episode_id = await _insert_episode(conn, caller, args, scope, [p.fact for p in planned], embedder.name)
     fact_vectors = await fact_job
     created = [
         await _write_fact(conn, caller, args, scope, p, fact_vectors[p.index], episode_id=episode_id, now=now)
@@ -227,14 +227,15 @@ async def _classify(
 
 
 async def _insert_episode(
-    conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput, scope: Scope, facts: list[FactIn]
+    conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput, scope: Scope, facts: list[FactIn],
+    model: str,
 ) -> str:
     content = "\n".join(f.fact for f in facts)
     row = await (
         await conn.execute(
             q.INSERT_EPISODE,
             {"scope_id": scope.id, "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
-             "session_id": args.session_id, "content": content, "tokens": count_tokens(content)},
+             "session_id": args.session_id, "content": content, "tokens": count_tokens(content), "model": model},
         )
     ).fetchone()
     return str(row[0])  # type: ignore[index]

@@ -1,8 +1,12 @@
 """SQL of the writes service. Every statement on a scoped table names scope_id."""
 
+from libs.store import embedding_models
 from libs.store.scopes import SCOPE_WRITE_LOCK
 
-INSERT_EPISODE = """
+# The write's episode row, and the scope's embedding model recorded if this is its first vector
+# (libs/store/embedding_models.py): one round trip, and only for writes that store something.
+INSERT_EPISODE = f"""
+WITH recorded AS ({embedding_models.RECORD})
 INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count)
 VALUES (%(scope_id)s, 'write', %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(content)s, %(tokens)s)
 RETURNING id
