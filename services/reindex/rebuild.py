@@ -30,7 +30,11 @@ _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 async def reindex(
     conn: psycopg.AsyncConnection, caller: Caller, args: ReindexInput, embedder: MiniLM
 ) -> ReindexResult:
-    """One step of a rebuild; `next` is null when the step is complete."""
+    """One step of a rebuild; `next` is null when the step is complete.
+
+    The embeddings step also keeps the scope's model record (libs/store/embedding_models.py):
+    its first page (no `after`) marks it in progress, its last page records this model.
+    """
     scope = await resolve_scope(conn, caller, args.scope, "write")
     params = {"scope_id": scope.id}
     await conn.execute(q.SCOPE_WRITE_LOCK, (scope.id,))
