@@ -163,6 +163,8 @@ class ScopeRecord(_Record):
     writers: list[str]
     retention_days: int | None
     created_at: datetime
+    # The model that made the scope's vectors (migration 0006); absent in files exported before it.
+    embedding_model: str | None = None
 
 
 class AgentRecord(_Record):

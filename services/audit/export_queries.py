@@ -12,6 +12,7 @@ _KEY2 = "(%(first)s OR ({cols}) > (%(k1)s::timestamptz, %(k2)s::{t2}))"
 SECTION_SQL: dict[str, str] = {
     "scope": """
 SELECT id, name, kind, owner_agent, description, readers, writers, retention_days, created_at,
+       (SELECT e.model FROM scope_embeddings e WHERE e.scope_id = scopes.id) AS embedding_model,
        created_at AS k1, id AS k2
 FROM scopes
 WHERE id = ANY(%(scope_ids)s) AND created_at <= %(cutoff)s
