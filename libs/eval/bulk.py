@@ -20,6 +20,7 @@ import psycopg
 
 from libs.embed import MiniLM, count_tokens
 from libs.eval.synthetic import Fact, FactSource
+from libs.store import embedding_models
 
 EMBED_CHUNK = 2048
 
@@ -85,6 +86,7 @@ async def copy_facts(
                     await copy.write_row((scope_id, episode, ids[fact.source], ids[fact.target], fact.relation,
                                           fact.text, "extracted", AGENT, "benchmark", "benchmark", "benchmark",
                                           _vector(vector), count_tokens(fact.text)))
+        await conn.execute(embedding_models.RECORD, {"scope_id": scope_id, "model": embedder.name})
         await conn.commit()
         source.known.update(fresh)
         await conn.set_autocommit(True)
