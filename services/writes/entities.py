@@ -132,10 +132,28 @@ def unique(by_key: dict[str, Mention]) -> list[Mention]:
     return list(seen.values())
 
 
+# A Mention's id() -> the call's explicit resolution of it: (entity id or "new", rationale).
+Choices = dict[int, tuple[str, str | None]]
+
+
+def choices_of(args: WriteEpisodeInput, by_key: dict[str, Mention]) -> Choices:
+    """The call's `entity_resolutions` by Mention; InvalidArgument when one gets two different ones."""
+    choices: Choices = {}
+    for resolution in args.entity_resolutions:
+        mention = by_key[key(resolution.mention)]
+        choice = (resolution.entity_id.strip(), resolution.rationale)
+        if id(mention) in choices and choices[id(mention)][0] != choice[0]:
+            raise InvalidArgument(
+                f"entity_resolutions: '{mention.name}' is given two different resolutions in one call"
+            )
+        choices[id(mention)] = choice
+    return choices
+
+
 async def resolve_known(
     conn: psycopg.AsyncConnection,
     scope: Scope,
-    args: WriteEpisodeInput,
+    choices: Choices,
     by_key: dict[str, Mention],
     referenced: set[int],
 ) -> None:
@@ -146,27 +164,25 @@ async def resolve_known(
     a mention resolved here needs no embedding (only new and near-matched names do), and `plan`
     does not look it up again.
     """
-    chosen = {id(by_key[key(r.mention)]) for r in args.entity_resolutions}
     for mention in unique(by_key):
-        if id(mention) in referenced and id(mention) not in chosen and mention.entity_id is None:
+        if id(mention) in referenced and id(mention) not in choices and mention.entity_id is None:
             found = await _exact(conn, scope, mention)
             if found is not None:
                 mention.entity_id, mention.stored_name, mention.how = found
 
 
-def needs_vector(mention: Mention, args: WriteEpisodeInput) -> bool:
+def needs_vector(mention: Mention, choices: Choices) -> bool:
     """True unless the mention is already resolved or the call names its entity by id."""
     if mention.entity_id is not None:
         return False
-    return not any(
-        key(r.mention) in mention.keys and r.entity_id.strip().lower() != "new" for r in args.entity_resolutions
-    )
+    choice = choices.get(id(mention))
+    return choice is None or choice[0].lower() == "new"
 
 
 async def plan(
     conn: psycopg.AsyncConnection,
     scope: Scope,
-    args: WriteEpisodeInput,
+    choices: Choices,
     by_key: dict[str, Mention],
     referenced: set[int],
     vectors: dict[str, np.ndarray],
@@ -176,15 +192,6 @@ async def plan(
     `referenced` holds id()s of Mentions some fact uses: only those are matched (an entity no fact
     uses is never stored), but every explicit choice is checked.
     """
-    choices: dict[int, tuple[str, str | None]] = {}
-    for resolution in args.entity_resolutions:
-        mention = by_key[key(resolution.mention)]
-        choice = (resolution.entity_id.strip(), resolution.rationale)
-        if id(mention) in choices and choices[id(mention)][0] != choice[0]:
-            raise InvalidArgument(
-                f"entity_resolutions: '{mention.name}' is given two different resolutions in one call"
-            )
-        choices[id(mention)] = choice
     for mention in unique(by_key):
         choice = choices.get(id(mention))
         if choice is not None and choice[0].lower() != "new":

@@ -140,15 +140,16 @@ async def _store(
     referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}
     # Known names resolve before the lock and need no vector; the others are embedded before the
     # lock too, in a second thread beside the facts'.
-    await entities.resolve_known(conn, scope, args, by_key, referenced)
-    names = [m.name for m in entities.unique(by_key) if entities.needs_vector(m, args)]
+    choices = entities.choices_of(args, by_key)
+    await entities.resolve_known(conn, scope, choices, by_key, referenced)
+    names = [m.name for m in entities.unique(by_key) if entities.needs_vector(m, choices)]
     embedded = await asyncio.to_thread(embedder.embed, names) if names else []
     vectors = dict(zip(names, embedded, strict=True))
 
     with db_span("scope_write_lock", org=caller.org):
         now: datetime = (await (await conn.execute(q.LOCK_SCOPE_THEN_NOW, (scope.id,))).fetchone())[0]  # type: ignore[index]
 
-    await entities.plan(conn, scope, args, by_key, referenced, vectors)
+    await entities.plan(conn, scope, choices, by_key, referenced, vectors)
     planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
 
     if not planned:
