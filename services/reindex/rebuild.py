@@ -97,9 +97,7 @@ async def lexical_status(
                                     format_version=version, mode=mode, reason=reason))  # type: ignore[arg-type]
     row = await (await conn.execute(embedding_models.MODEL_OF_SCOPE, params)).fetchone()
     recorded = str(row[0]) if row else None
-    reason = (
-        f"vectors were made by {recorded}, this deployment embeds with {model}: run `echo-memory reindex`"
-        if recorded is not None and recorded != model else None
-    )
+    stale = [(scope.name, recorded)] if recorded is not None and recorded != model else []
+    reason = embedding_models.mismatch_note(stale, model)  # the words query_memory's note uses
     return LexicalStatusResult(scope=scope.name, code_format_version=LEXICAL_FORMAT_VERSION, corpora=corpora,
                                embedding_model=recorded, code_embedding_model=model, embedding_reason=reason)
