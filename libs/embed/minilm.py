@@ -7,6 +7,7 @@ changed package can never silently change the vectors (see ../shared/brief/notes
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from pathlib import Path
@@ -91,6 +92,18 @@ class MiniLM:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+async def settle(job: asyncio.Task[np.ndarray]) -> None:
+    """Wait for an embedding running in a worker thread, whatever happened to its request.
+
+    A request that fails while its vectors are computed must not return with the model still
+    running on its behalf; and a failure of the embedding itself, behind that earlier error, is
+    marked as seen so asyncio does not log it as lost.
+    """
+    await asyncio.wait([job])
+    if not job.cancelled():
+        job.exception()
 
 
 # A batch grows while its longest text is at most this much longer than its shortest (in tokens).

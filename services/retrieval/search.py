@@ -20,7 +20,7 @@ from libs.contracts.bus import Caller
 from libs.contracts.common import Provenance
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
-from libs.embed import MiniLM
+from libs.embed import MiniLM, settle
 from libs.store import embedding_models
 from libs.store.scopes import Scope, public_name, resolve_read_scopes
 from libs.telemetry import db_span
@@ -87,8 +87,8 @@ async def query_memory(
                 conn, caller, args, settings, params, embedding_job, side, embedder.name
             )
     finally:
-        if embedding_job is not None and not embedding_job.done():
-            await asyncio.wait([embedding_job])  # never leave the model running past the request
+        if embedding_job is not None:
+            await settle(embedding_job)
 
     lexical_used: str | None = None
     if searched and "lexical" in settings.channels:

@@ -32,7 +32,7 @@ from psycopg.types.json import Jsonb
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.write import DeferredMention, EdgeRef, FactIn, WriteEpisodeInput, WriteEpisodeResult
-from libs.embed import MiniLM, count_tokens
+from libs.embed import MiniLM, count_tokens, settle
 from libs.store.scopes import Scope, resolve_scope
 from libs.telemetry import db_span
 from services.writes import entities
@@ -122,9 +122,7 @@ async def write_episode(
     try:
         return await _store(conn, caller, args, embedder, fact_job)
     finally:
-        await asyncio.wait([fact_job])  # never leave the model running past the request
-        if not fact_job.cancelled():
-            fact_job.exception()  # seen, so a failed embedding behind an earlier error is not logged as lost
+        await settle(fact_job)
 
 
 async def _store(
