@@ -104,8 +104,7 @@ def _bm25(table: str, alias: str, corpus: str, visible: str) -> str:
 
     idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)); tf = positions of the lexeme in the row's
     tsvector; document length = all positions (`tsv_length`, stored per row by migration 0005).
-    Several scopes are read as one
-    corpus (their counts are summed).
+    Several scopes are read as one corpus (their counts are summed).
 
     Besides the score, each row carries what the coordination and proximity boosts need: how
     many distinct query terms it matched (`matched`, of `terms` query terms the corpus knows),
