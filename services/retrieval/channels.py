@@ -129,12 +129,24 @@ def lexical_mode(corpus: Corpus | None, name: str, bm25_enabled: bool) -> Lexica
 
 
 async def lexical(
-    conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], kind: str, mode: LexicalMode, *, org: str
+    conn: psycopg.AsyncConnection,
+    pool: Pool,
+    params: dict[str, Any],
+    kind: str,
+    mode: LexicalMode,
+    *,
+    docs: int,
+    org: str,
 ) -> None:
+    """BM25 (or ts_rank) candidates of one corpus of `docs` rows, with what fusion's boosts need."""
+    # Only a corpus larger than the candidate cap can have a rarest term that overflows it.
+    large = docs > q.LEXICAL_CANDIDATES
     if kind == "fact":
-        sql = q.LEXICAL_FACTS_BM25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK
+        bm25 = q.LEXICAL_FACTS_BM25_PAIRS if large else q.LEXICAL_FACTS_BM25
+        sql = bm25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK
     else:
-        sql = q.LEXICAL_EPISODES_BM25 if mode.mode == "bm25" else q.LEXICAL_EPISODES_TS_RANK
+        bm25 = q.LEXICAL_EPISODES_BM25_PAIRS if large else q.LEXICAL_EPISODES_BM25
+        sql = bm25 if mode.mode == "bm25" else q.LEXICAL_EPISODES_TS_RANK
     with db_span(f"lexical_{kind}s_{mode.mode}", org=org):
         # Not prepared, for the reason `dense` gives: a generic plan cannot see the query's terms
         # (measured at 100k facts: 14 ms instead of 5).

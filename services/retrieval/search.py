@@ -169,7 +169,7 @@ async def _search(
                     fallbacks.append(f"{corpus}: {mode.reason}")
                 if mode.mode == "bm25" and docs(corpus) == 0:
                     continue  # an empty corpus: nothing to match, so skip the round trip
-                await ch.lexical(c, pool, await with_vector(), kind, mode, org=caller.org)
+                await ch.lexical(c, pool, await with_vector(), kind, mode, docs=docs(corpus), org=caller.org)
 
     if side is None:
         await dense_and_graph(conn)

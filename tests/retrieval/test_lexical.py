@@ -123,3 +123,51 @@ async def test_reindex_embeddings_pages_through_the_scope(stack: EchoStack) -> N
     second = await stack.admin_call("reindex", "reindex", {"step": "embeddings", "limit": 2, "after": first["next"]})
     assert second["processed"] == 1 and second["next"] is None
     assert first["total"] == 3
+
+
+def _pair_corpus() -> tuple[list[str], list[int]]:
+    """Two query terms each on more rows than BM25 scores; three rows hold both, far in meaning."""
+    many = q.LEXICAL_CANDIDATES + 20
+    docs = [f"zephyr weather note {i}: sunny and warm by the sea" for i in range(many)]
+    docs += [f"quokka sighting {i}: a small marsupial on the island" for i in range(many + 10)]
+    docs += [f"walrus count {i}: the herd rested on the ice floe" for i in range(many + 20)]
+    both = list(range(len(docs), len(docs) + 3))
+    docs += [f"ledger {i}: the invoice batch for zephyr quokka failed its nightly reconciliation against the bank"
+             for i in range(3)]
+    return docs, both
+
+
+async def _lexical_rows(stack: EchoStack, embedder: MiniLM, query: str) -> list[tuple]:
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(stack.database_url) as conn:
+        register_vector(conn)
+        scope_id = conn.execute("SELECT id FROM scopes WHERE name='shared'").fetchone()[0]
+        return conn.execute(
+            q.LEXICAL_EPISODES_BM25_PAIRS,
+            {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10,
+             "embedding": embedder.embed_one(query)},
+        ).fetchall()
+
+
+async def test_rows_holding_both_rarest_terms_are_candidates_however_far_their_meaning(
+    stack: EchoStack, embedder: MiniLM
+) -> None:
+    # Each term is on more rows than the channel scores, so candidates used to be the rarest
+    # term's rows nearest the query vector: the three rows holding both terms, about invoices,
+    # lost to sunny-weather rows. Now the rows holding both of the two rarest terms come first.
+    docs, both = _pair_corpus()
+    episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(docs)]
+    ids = (await stack.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    query = "zephyr quokka sunshine forecast today"
+    rows = await _lexical_rows(stack, embedder, query)
+    assert {str(r[0]) for r in rows} == {ids[i] for i in both}
+    assert all(r[3] == 2 for r in rows)  # each matched both terms
+    # query_memory picks that statement for a corpus this size, so the lexical channel finds them.
+    result = await stack.admin_call("retrieval", "query_memory", {"query": query, "top_k": 50})
+    lexical = {r["id"] for r in result["results"] if "lexical" in r["matched"]}
+    assert lexical == {ids[i] for i in both}
+
+    # Two common terms that never share a row: the rows matching either are the candidates.
+    apart = await _lexical_rows(stack, embedder, "zephyr walrus")
+    assert len(apart) == 10 and all(r[3] == 1 for r in apart)
