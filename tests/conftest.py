@@ -6,6 +6,7 @@ fresh org name so its subjects and rows never meet another test's.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -23,6 +24,17 @@ from libs.supervisor.postgres import EmbeddedPostgres
 from libs.testing import EchoStack, server_dir
 
 TEMPLATE = "echo_template"
+
+
+# Async tests run on the event loop the product runs on (libs/eventloop.py): pytest-asyncio makes
+# its loops from the current policy. (Its loop-factory hook would parametrize the async tests and
+# so reorder them; tests/e2e/test_up.py relies on file order.)
+try:
+    import uvloop
+except ImportError:  # no uvloop on this platform: the product runs asyncio's loop too
+    uvloop = None
+if uvloop is not None:
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 class PostgresFixture:

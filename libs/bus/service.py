@@ -20,6 +20,7 @@ import psycopg
 from faststream.nats import NatsBroker, NatsRouter
 from pydantic import BaseModel, ValidationError
 
+from libs import eventloop
 from libs.config import Settings
 from libs.contracts.bus import Caller, Reply, Request
 from libs.contracts.errors import EchoError, Internal, InvalidArgument, SchemaTooNew, SchemaTooOld, Unavailable
@@ -140,7 +141,7 @@ def run_service(name: str, build_router: RouterFactory, settings: Settings, *, e
         except psycopg.OperationalError as exc:
             print(f"echo-memory {name}: cannot reach the database: {exc}".strip(), file=sys.stderr)
             return 1
-    return asyncio.run(_serve(name, build_router, settings, embedder))
+    return eventloop.run(_serve(name, build_router, settings, embedder), use_uvloop=settings.uvloop)
 
 
 @dataclass

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from pydantic import SecretStr
 
+from libs import eventloop
 from libs.cli.connection import NotRunning, admin_call, nats_url
 from libs.config import Settings
 from libs.contracts.admin import ScopeCreateResult, TokenCreateResult, TokenListResult, TokenRevokeResult
@@ -46,7 +46,7 @@ def init_db(settings: Settings) -> int:
 
 def _call(settings: Settings, service: str, verb: str, args: dict[str, object]) -> dict[str, object] | None:
     try:
-        return asyncio.run(admin_call(settings, service, verb, args))
+        return eventloop.run(admin_call(settings, service, verb, args), use_uvloop=settings.uvloop)
     except (EchoError, NotRunning) as exc:
         print(f"echo-memory: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return None
@@ -102,4 +102,4 @@ def mcp_stdio(settings: Settings, token_value: str | None) -> int:
     updates: dict[str, object] = {"nats_url": url}
     if token_value:
         updates["token"] = SecretStr(token_value)
-    return asyncio.run(serve_stdio(settings.model_copy(update=updates)))
+    return eventloop.run(serve_stdio(settings.model_copy(update=updates)), use_uvloop=settings.uvloop)

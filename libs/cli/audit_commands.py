@@ -8,7 +8,6 @@ asks the audit service to restore it in one transaction.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import uuid
@@ -17,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from libs import eventloop
 from libs.config import Settings
 from libs.contracts.audit import SECTIONS, ExportFileError, ImportResult, WhyResult, parse_export
 from libs.contracts.errors import EchoError
@@ -50,7 +50,7 @@ def _run(settings: Settings, command: str, work: Awaitable[int]) -> int:
     from libs.cli.connection import NotRunning
 
     try:
-        return asyncio.run(work)  # type: ignore[arg-type]
+        return eventloop.run(work, use_uvloop=settings.uvloop)  # type: ignore[arg-type]
     except EchoError as exc:
         print(f"echo-memory {command}: {exc.code}: {exc.message}", file=sys.stderr)
         return 1

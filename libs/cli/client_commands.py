@@ -7,12 +7,12 @@ Every command that edits files shows the unified diff first (tokens masked) and 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from libs import eventloop
 from libs.config import Settings
 
 LOCAL_NOTE = "the local system (`echo-memory up`), over stdio"
@@ -145,7 +145,7 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
             else:
                 token = existing_token(client, home, None)
                 if token is None:
-                    token, token_id = asyncio.run(_issue(settings, client.agent_id))
+                    token, token_id = eventloop.run(_issue(settings, client.agent_id), use_uvloop=settings.uvloop)
                     issued.append(token_id)
         changes = plan_install(client, home, project, conn, token)
     except (ConfigError, EchoError, NotRunning) as exc:
@@ -157,7 +157,8 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
     except ConfigError as exc:
         code = _err(str(exc))
     if code and issued:
-        asyncio.run(_revoke(settings, issued))  # nothing was written: the new token must not linger
+        # nothing was written: the new token must not linger
+        eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
     if code == 0 and project is not None:
         print(f"echo-memory: the project config reads the token from ${'ECHO_MEMORY_TOKEN'}; create one with "
               f"`echo-memory token create --agent {client.agent_id}` and export it")
@@ -202,21 +203,21 @@ def adopt_cmd(settings: Settings, args: argparse.Namespace) -> int:
             token = existing_token(client, home, None)
             note = "keeps its token"
             if token is None:
-                token, token_id = asyncio.run(_issue(settings, client.agent_id))
+                token, token_id = eventloop.run(_issue(settings, client.agent_id), use_uvloop=settings.uvloop)
                 issued.append(token_id)
                 note = "new token"
             print(f"echo-memory: {client.label}: agent '{client.agent_id}' ({note})")
             changes += plan_install(client, home, None, conn, token)
     except (ConfigError, EchoError, NotRunning) as exc:
         if issued:
-            asyncio.run(_revoke(settings, issued))
+            eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
         return _err(getattr(exc, "message", None) or str(exc))
     try:
         code = _confirm_and_apply(changes, args.yes)
     except ConfigError as exc:
         code = _err(str(exc))
     if code and issued:
-        asyncio.run(_revoke(settings, issued))
+        eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
     return code or 0
 
 
@@ -239,7 +240,7 @@ def connect_cmd(settings: Settings, args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _err(str(exc))
     if not args.no_check:
-        problem = asyncio.run(_check_edge(remote.url, remote.token))
+        problem = eventloop.run(_check_edge(remote.url, remote.token), use_uvloop=settings.uvloop)
         if problem:
             return _err(f"{problem}; nothing was saved (use --no-check to save anyway)")
     save_remote(remote)
@@ -279,4 +280,4 @@ def bridge_cmd(settings: Settings, args: argparse.Namespace) -> int:
     if remote is None:
         return _err("no remote edge is connected; run `echo-memory connect URL TOKEN` (locally use `echo-memory mcp`)")
     token = os.environ.get("ECHO_MEMORY_TOKEN") or remote.token
-    return asyncio.run(serve_bridge(remote.url, token))
+    return eventloop.run(serve_bridge(remote.url, token), use_uvloop=settings.uvloop)

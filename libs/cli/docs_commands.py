@@ -9,12 +9,12 @@ Registering unchanged content is a no-op, so running it on every commit or sessi
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from libs import eventloop
 from libs.cli.connection import NotRunning, admin_call
 from libs.config import Settings
 from libs.contracts.documents import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS_PER_CALL, RegisterDocumentsResult
@@ -114,7 +114,7 @@ def docs_sync(settings: Settings, args: argparse.Namespace) -> int:
         print(f"no project memory files found under {root}" + (f" ({skipped} skipped)" if skipped else ""))
         return 1 if skipped else 0
     try:
-        results = asyncio.run(_register(settings, project, documents))
+        results = eventloop.run(_register(settings, project, documents), use_uvloop=settings.uvloop)
     except (EchoError, NotRunning) as exc:
         print(f"echo-memory: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return 1

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from libs import eventloop
 
 DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
@@ -71,7 +72,7 @@ def _recall(settings: Any, args: Any) -> int:
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     try:
-        result = asyncio.run(_call(settings)("retrieval", "query_memory", body))
+        result = eventloop.run(_call(settings)("retrieval", "query_memory", body), use_uvloop=settings.uvloop)
     except EchoError as exc:
         print(f"echo-memory recall: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
@@ -103,7 +104,7 @@ def _reindex(settings: Any, args: Any) -> int:
                 break
 
     try:
-        asyncio.run(run())
+        eventloop.run(run(), use_uvloop=settings.uvloop)
     except EchoError as exc:
         print(f"echo-memory reindex: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
@@ -116,12 +117,14 @@ def _eval(settings: Any, args: Any) -> int:
     if args.sweep or args.ablate:
         from libs.eval.experiments import run as run_experiments
 
-        print(json.dumps(run_experiments(args, DATASETS), indent=2))
+        print(json.dumps(run_experiments(args, DATASETS, use_uvloop=settings.uvloop), indent=2))
         return 0
     dataset = _dataset_file("eval", args.dataset, "agent-facts.json")
     if dataset is None:
         return 2
-    report = asyncio.run(run_agent_facts(_call(settings), str(dataset), show=True, context=args.context))
+    report = eventloop.run(
+        run_agent_facts(_call(settings), str(dataset), show=True, context=args.context), use_uvloop=settings.uvloop
+    )
     if not args.json:
         report.pop("per_query", None)
     print(json.dumps(report, indent=2))
@@ -146,14 +149,18 @@ def _external(settings: Any, args: Any) -> int:
         from libs.eval.madial import run_madial
 
         path = args.path or str(DATASETS / "madial_bench")
-        print(json.dumps(asyncio.run(run_madial(_call(settings), path, dialogues=args.questions,
-                                                mode=args.query_mode)), indent=2))
+        report = eventloop.run(
+            run_madial(_call(settings), path, dialogues=args.questions, mode=args.query_mode),
+            use_uvloop=settings.uvloop,
+        )
+        print(json.dumps(report, indent=2))
         return 0
     path = _dataset_file("eval-external", args.path or str(DATASETS / "locomo"), "locomo10.json")
     if path is None:
         return 2
-    report = asyncio.run(
-        run_locomo(_call(settings), str(path), conversations=args.conversations, questions=args.questions, show=True)
+    report = eventloop.run(
+        run_locomo(_call(settings), str(path), conversations=args.conversations, questions=args.questions, show=True),
+        use_uvloop=settings.uvloop,
     )
     print(json.dumps(report, indent=2))
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -11,6 +10,7 @@ import time
 
 import psutil
 
+from libs import eventloop
 from libs.cli.connection import admin_call
 from libs.config import Settings
 from libs.contracts.admin import StatusResult, TokenCreateResult
@@ -56,10 +56,11 @@ def up(settings: Settings, *, detach: bool = False, quickstart: bool = False) ->
 def _print_client_line(settings: Settings, edge_url: str) -> int:
     try:
         created = TokenCreateResult.model_validate(
-            asyncio.run(
+            eventloop.run(
                 admin_call(settings, "writes", "token_create",
                            {"agent_id": QUICKSTART_AGENT, "read_scopes": ["shared", "solo"],
-                            "write_scopes": ["shared", "solo"]})
+                            "write_scopes": ["shared", "solo"]}),
+                use_uvloop=settings.uvloop,
             )
         )
     except EchoError as exc:
@@ -147,7 +148,8 @@ def status(settings: Settings) -> int:
             f"{component.restarts:>10}"
         )
     try:
-        result = StatusResult.model_validate(asyncio.run(admin_call(settings, "writes", "status", {}, timeout=5)))
+        answer = eventloop.run(admin_call(settings, "writes", "status", {}, timeout=5), use_uvloop=settings.uvloop)
+        result = StatusResult.model_validate(answer)
     except EchoError as exc:
         print(f"schema: unknown ({exc.message})")
         return 1

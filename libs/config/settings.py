@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     token: SecretStr | None = Field(None, description="bearer token the CLI and `echo-memory mcp` use")
     timeouts: Timeouts = Field(default_factory=Timeouts)
     log_level: str = Field("WARNING", description="log level of service processes")
+    uvloop: bool = Field(True, description="run event loops on uvloop where it is installed (0: asyncio's own)")
 
 
 def load_settings(**overrides: object) -> Settings:

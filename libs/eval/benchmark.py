@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from libs import eventloop
 from libs.eval import synthetic
 from libs.eval.metrics import percentile
 from libs.eval.runner import progress
@@ -241,6 +242,8 @@ async def run_benchmark(
         errors = timer.errors
     report: dict[str, Any] = {
         "system": target.description, "scope": scope, "commit": commit, "cpus": os.cpu_count(),
+        # The loop of this process: for a throw-away system, of every service and the edge too.
+        "event_loop": eventloop.loop_name(),
         "queries": queries, "writes": writes, "warm_queries": warm_queries, "rows": rows, "noise_floor": noise, "errors": errors[:20],
         "error_count": len(errors), "ratio": _ratio(rows), "channel_costs": channel_costs,
     }
@@ -331,7 +334,8 @@ def render(report: dict[str, Any]) -> str:
         head += [f"{op} {p} p50/p95" for p in paths]
     lines = [
         f"echo-memory benchmark — {report['system']}",
-        f"commit {report['commit']}, {report['cpus']} CPUs, {report['queries']} queries and {report['writes']} writes "
+        f"commit {report['commit']}, {report['cpus']} CPUs, event loop {report.get('event_loop', '?')}, "
+        f"{report['queries']} queries and {report['writes']} writes "
         f"per path and size ({report.get('warm_queries', 0)} uncounted warm-up queries of another seed first); "
         "milliseconds, one request at a time",
         "", " | ".join(head), " | ".join("---" for _ in head),
@@ -408,9 +412,9 @@ def main(settings: Any, args: Any) -> int:
         if not token or not args.scope:
             print("echo-memory benchmark: --url needs --token (or ECHO_MEMORY_TOKEN) and --scope", file=sys.stderr)
             return 2
-        report = asyncio.run(_against_running(settings, args, sizes, token))
+        report = eventloop.run(_against_running(settings, args, sizes, token), use_uvloop=settings.uvloop)
     else:
-        report = asyncio.run(_throwaway(args, sizes))
+        report = eventloop.run(_throwaway(args, sizes), use_uvloop=settings.uvloop)
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 1 if report["error_count"] else 0
 

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from libs import eventloop
 from libs.eval import agent_facts, synthetic
 from libs.eval.metrics import bootstrap_ci, hit_at, reciprocal_rank
 from libs.eval.runner import Call, new_scope, progress, write_agent_facts
@@ -135,9 +136,8 @@ def add_arguments(parser: Any) -> None:
                         help="with --ablate: also the first N LoCoMo conversations")
 
 
-def run(args: Any, datasets: Path) -> dict[str, Any]:
+def run(args: Any, datasets: Path, *, use_uvloop: bool = True) -> dict[str, Any]:
     """Run --sweep and/or --ablate on a throw-away system; returns {"sweep": …, "ablation": …}."""
-    import asyncio
 
     async def main() -> dict[str, Any]:
         from libs.eval.system import restart_service, stack_call, throwaway_stack
@@ -158,4 +158,4 @@ def run(args: Any, datasets: Path) -> dict[str, Any]:
                 )
         return out
 
-    return asyncio.run(main())
+    return eventloop.run(main(), use_uvloop=use_uvloop)

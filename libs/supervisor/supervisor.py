@@ -8,7 +8,6 @@ state.json, which `echo-memory status` reads.
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import os
 import signal
@@ -20,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+from libs import eventloop
 from libs.config import Settings
 from libs.bus.registry import NAMES
 from libs.orgs import register_org
@@ -129,7 +129,7 @@ class Supervisor:
             name="nats", pid=self.nats.process.pid if self.nats.process else None, port=nats_port,
             status="running", log=str(self.home / "nats" / "nats.log"),
         )
-        asyncio.run(register_org(self.nats.url, self.settings.org, self.pg.url()))
+        eventloop.run(register_org(self.nats.url, self.settings.org, self.pg.url()), use_uvloop=self.settings.uvloop)
         env = self._child_env(self.pg.url(), self.nats.url)
         for name in NAMES:
             child = Child(name=name, env=env, port=edge_port if name == "edge" else None)

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from libs import eventloop
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.config import Settings
@@ -285,7 +286,7 @@ def run_edge(settings: Settings) -> int:
         print("echo-memory edge: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(serve_http(settings))
+        return eventloop.run(serve_http(settings), use_uvloop=settings.uvloop)
     except KeyboardInterrupt:
         return 0
 

@@ -121,6 +121,15 @@ def test_status_tells_the_truth_about_every_component(system: Running) -> None:
     assert re.search(r"scope shared: 1 active facts", result.stdout), result.stdout
 
 
+def test_services_and_edge_run_on_uvloop(system: Running) -> None:
+    # libs/eventloop.py: every process's loop is uvloop's where it is installed (it is, here).
+    status = cli(system.home, "status").stdout
+    pids = {name: int(pid) for name, pid in re.findall(r"^(\w+)\s+running\s+(\d+)", status, re.M)}
+    for name in ("writes", "retrieval", "edge"):
+        libraries = {m.path for m in psutil.Process(pids[name]).memory_maps()}
+        assert any("/uvloop/" in path for path in libraries), f"{name} has not loaded uvloop"
+
+
 def test_a_second_instance_on_the_same_data_directory_is_refused_in_one_sentence(system: Running) -> None:
     result = cli(system.home, "up")
     assert result.returncode != 0
