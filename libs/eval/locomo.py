@@ -3,6 +3,12 @@
 Evidence ids are normalised the way the dataset's SOURCE.md describes: split on `;` and
 whitespace, `D:11:26` → `D11:26`, leading zeros dropped. Ids that still match no turn are
 dropped; a question left with no resolvable evidence is skipped (and counted as skipped).
+
+A turn that shares a photo is imported with the photo's caption, "[shares <blip_caption>]", as
+the dataset authors' own retrieval baselines render it (task_eval/dpr_qa.py in
+snap-research/locomo): the other speaker saw the photo, and 38% of evidence ids point at such
+turns. The image-search `query` the dataset also carries is generation metadata, not part of
+the conversation, and is left out.
 """
 
 from __future__ import annotations
@@ -26,10 +32,12 @@ class Turn:
     speaker: str
     text: str
     occurred_at: int | None
+    caption: str | None = None  # what the photo shared with this turn shows (BLIP), if any
 
     @property
     def content(self) -> str:
-        return f"{self.speaker}: {self.text}"
+        shared = f" [shares {self.caption}]" if self.caption else ""
+        return f"{self.speaker}: {self.text}{shared}"
 
 
 @dataclass
@@ -76,7 +84,8 @@ def load(path: str | Path) -> list[Conversation]:
         while f"session_{n}" in conv:
             when = _session_time(conv.get(f"session_{n}_date_time"))
             for seq, turn in enumerate(conv[f"session_{n}"]):
-                turns.append(Turn(turn["dia_id"], n, seq, turn["speaker"], turn["text"], when))
+                turns.append(Turn(turn["dia_id"], n, seq, turn["speaker"], turn["text"], when,
+                                  (turn.get("blip_caption") or "").strip() or None))
             n += 1
         known = {t.dia_id for t in turns}
         questions, skipped = [], 0
