@@ -221,30 +221,34 @@ async def graph_neighbourhood(
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def graph(pool: Pool, edges: list[tuple[str, str, str]], named: list[str], *, limit: int) -> None:
-    """Personalized PageRank over the neighbourhood of the named entities; adds its candidates to `pool`.
+def graph_scores(edges: list[tuple[str, str, str]], named: list[str], *, limit: int) -> list[tuple[float, str]]:
+    """Personalized PageRank over the neighbourhood of the named entities: the `limit` best edges.
 
-    Seeds: the entities the query names (weight 2) and the endpoints of the three best dense
-    facts that lie in that neighbourhood (weight 1), so run it after the dense channel. The
-    caller runs the channel only when the query names an entity: the dense hits' endpoints alone
-    only echo the dense ranking back (measured: no gain on agent-facts, +290 ms on a hub entity).
-    A fact's graph signal is the PageRank of its endpoints; the `limit` best edges become
-    candidates (their cosines are filled in by `fill_cosines`).
+    Returns (signal, fact id) pairs, best first; [] when no named entity is in the neighbourhood.
+    A fact's signal is the PageRank of its two endpoints, with restarts to the entities the query
+    names. It needs no query vector, so it runs while the query is embedded. (The endpoints of
+    the best dense facts were restart seeds too, which put PageRank after the dense channel, on
+    the critical path: dropped after measuring no ranking gain from them on agent-facts, LoCoMo or
+    the synthetic store's own questions at 100k facts, docs/BENCHMARKS.md.) The caller runs the
+    channel only when the query names an entity: the dense hits alone only echo the dense
+    ranking back (measured: no gain on agent-facts, +290 ms on a hub entity).
     """
     if not edges:
-        return
+        return []
     g = nx.Graph()
     for _, source, target in edges:
         weight = g.get_edge_data(source, target, {"weight": 0})["weight"] + 1
         g.add_edge(source, target, weight=weight)
-    best = sorted((c for c in pool.values() if c.kind == "fact" and c.ends), key=lambda c: -c.cos)[:3]
-    seeds: dict[str, float] = {e: 1.0 for c in best for e in c.ends or () if e in g}
-    seeds.update({e: 2.0 for e in named if e in g})
+    seeds = {e for e in named if e in g}
     if not seeds:
-        return
-    personalization = {node: seeds.get(node, 0.0) for node in g.nodes}
+        return []
+    personalization = {node: 1.0 if node in seeds else 0.0 for node in g.nodes}
     rank = personalized_pagerank(g, personalization)
-    scored = sorted(((rank[s] + rank[t], fid) for fid, s, t in edges), reverse=True)[:limit]
+    return sorted(((rank[s] + rank[t], fid) for fid, s, t in edges), reverse=True)[:limit]
+
+
+def graph(pool: Pool, scored: list[tuple[float, str]]) -> None:
+    """Add the graph channel's facts to `pool` (their cosines are filled in by `fill_cosines`)."""
     for value, fid in scored:
         _add(pool, (fid, None), "fact", "graph", graph=float(value))
 

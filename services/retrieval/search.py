@@ -123,11 +123,11 @@ async def _search(
     Returns the ranked rows, the lexical fallback note and the embedding-model note (scopes whose
     vectors another model made), each None when there is nothing to say.
 
-    The query is still being embedded when this starts: corpus sizes and the graph neighbourhood
-    of the entities the query names load meanwhile. Once the vector is ready, dense facts, dense
-    episodes, then PageRank (seeded partly by the best dense facts) run on `conn`, and the lexical
-    channel, the longest statement, on the `side` connection at the same time (without one, in
-    turn). The graph's candidates get their cosines last.
+    The query is still being embedded when this starts: corpus sizes, the graph neighbourhood of
+    the entities the query names and its PageRank are done meanwhile. Once the vector is ready,
+    dense facts and dense episodes run on `conn`, and the lexical channel on the `side`
+    connection at the same time (without one, in turn). The graph's candidates get their cosines
+    last.
     """
     on = set(settings.channels)
     limit = max(settings.candidates, args.top_k)
@@ -146,19 +146,18 @@ async def _search(
         return {**params, "embedding": await embedding_job, "limit": limit}
 
     async def dense_and_graph(c: psycopg.AsyncConnection) -> None:
-        named: list[str] = []
-        edges: list[tuple[str, str, str]] = []
+        graph: list[tuple[float, str]] = []
         if "graph" in on and docs("facts") > 0:
             named = await ch.named_entities(c, params, org=caller.org)
             edges = await ch.graph_neighbourhood(c, params, named, edge_cap=settings.graph_edge_cap, org=caller.org)
+            graph = ch.graph_scores(edges, named, limit=limit)  # still no vector needed
         if "dense" in on:
             await ch.dense(c, pool, await with_vector(), "fact", use_hnsw=docs("facts") > settings.hnsw_threshold,
                            org=caller.org)
             if "episode" in kinds:
                 await ch.dense(c, pool, await with_vector(), "episode",
                                use_hnsw=docs("episodes") > settings.hnsw_threshold, org=caller.org)
-        if edges:
-            ch.graph(pool, edges, named, limit=limit)
+        ch.graph(pool, graph)
 
     async def lexical_channel(c: psycopg.AsyncConnection) -> None:
         for kind in kinds:
