@@ -28,14 +28,15 @@ CANDIDATE_POSTINGS = 2000
 # scope) the cap rarely binds (see docs/BENCHMARKS.md). ts_rank as the pre-rank (no vector
 # needed) was measured too: ~4.5 µs a row, 6 ms more at 100k facts.
 LEXICAL_CANDIDATES = 300
-# When even the rarest query term is on more rows than that, candidates are the rows holding both
-# of the two rarest terms (still the nearest LEXICAL_CANDIDATES), and only when no row holds both,
-# the rows matching any selected term. BM25 ranks rows with two rare terms above rows with one, so
-# those are the candidates it wants; the nearest-by-vector cut could drop them when their wording
-# differed from the query's. At 100k synthetic facts the rarest term was on ~1,500 rows and the
-# pair on ~30: the statement went from ~10 to ~4 ms, rankings on the dev sets unchanged. A corpus
-# of at most LEXICAL_CANDIDATES rows cannot need it and runs the plain statement (planning the
-# pair branch costs ~0.5 ms).
+# When the selected terms are on more rows than that together, candidates are the rows holding
+# both of the two rarest terms (still the nearest LEXICAL_CANDIDATES), and only when no row holds
+# both, the rows matching any selected term. BM25 ranks rows with two rare terms above rows with
+# one, so those are the candidates it wants; the nearest-by-vector cut could drop them when their
+# wording differed from the query's. At 100k synthetic facts the rarest term alone was on ~1,500
+# rows and the pair on ~30: the statement went from ~10 to ~4 ms. Own-question MRR (synthetic
+# store) +0.0065 at 10k facts, +0.0017 at 1k, unchanged at 100k; agent-facts and LoCoMo unchanged
+# (docs/BENCHMARKS.md, fifth round). A corpus of at most LEXICAL_CANDIDATES rows cannot need it
+# and runs the plain statement (planning the pair branch costs ~0.5 ms).
 
 _FACT_COLUMNS = """
 f.id, f.text, f.token_count, f.agent_id, f.tool, f.project, f.session_id, f.written_at,
@@ -146,7 +147,7 @@ idf AS (
     FROM w CROSS JOIN st WHERE w.df > 0
 ),
 sel AS (
-    SELECT string_agg(quote_literal(idf.term), ' | ')::tsquery AS tsq
+    SELECT string_agg(quote_literal(idf.term), ' | ')::tsquery AS tsq, sum(idf.df) AS postings
     FROM idf CROSS JOIN st
     WHERE (idf.df <= greatest(st.n * {CANDIDATE_DF_SHARE}, 1) OR idf.rarity <= 2)
       AND (idf.postings <= {CANDIDATE_POSTINGS} OR idf.rarity = 1)
@@ -198,12 +199,12 @@ def _candidates(table: str, alias: str, visible: str, pairs: bool) -> str:
     WHERE {visible} AND {alias}.tsv @@ sel.tsq
     {nearest}
 ),"""
-    # The two rarest terms together when the rarest alone is on more rows than are scored; the
-    # selected terms (`sel`) when it is not, or when no row holds both.
+    # The two rarest terms together when the selected terms are on more rows than are scored; the
+    # selected terms (`sel`) when they are not, or when no row holds both.
     return f"""pair AS (
     SELECT string_agg(quote_literal(idf.term), ' & ')::tsquery AS tsq
     FROM idf WHERE idf.rarity <= 2
-    HAVING count(*) = 2 AND min(idf.df) > {LEXICAL_CANDIDATES}
+    HAVING count(*) = 2 AND (SELECT sel.postings FROM sel) > {LEXICAL_CANDIDATES}
 ),
 cand_pair AS (
     SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length
