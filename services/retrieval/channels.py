@@ -139,7 +139,7 @@ async def lexical(
     org: str,
 ) -> None:
     """BM25 (or ts_rank) candidates of one corpus of `docs` rows, with what fusion's boosts need."""
-    # Only a corpus larger than the candidate cap can have a rarest term that overflows it.
+    # Only a corpus larger than the candidate cap can match more rows than it scores.
     large = docs > q.LEXICAL_CANDIDATES
     if kind == "fact":
         bm25 = q.LEXICAL_FACTS_BM25_PAIRS if large else q.LEXICAL_FACTS_BM25

@@ -112,7 +112,8 @@ def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool) -> 
     """BM25 over one corpus, from the per-scope statistics the write triggers maintain.
 
     `pairs`: the statement for corpora larger than LEXICAL_CANDIDATES, which draws candidates
-    from the two rarest terms together when the rarest alone is too common (see the constant).
+    from the two rarest terms together when the selected terms are on more rows than it scores
+    (see the constant).
 
     idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)); tf = positions of the lexeme in the row's
     tsvector; document length = all positions (`tsv_length`, stored per row by migration 0005).
@@ -245,7 +246,7 @@ _EPISODES_SEARCHABLE = _VISIBLE_EPISODE + " AND ep.embedding IS NOT NULL"
 LEXICAL_EPISODES_BM25 = _bm25("episodes", "ep", "episodes", _EPISODES_SEARCHABLE, pairs=False)
 LEXICAL_EPISODES_BM25_PAIRS = _bm25("episodes", "ep", "episodes", _EPISODES_SEARCHABLE, pairs=True)
 LEXICAL_FACTS_TS_RANK = _ts_rank("facts", "f", _VISIBLE)
-LEXICAL_EPISODES_TS_RANK = _ts_rank("episodes", "ep", _VISIBLE_EPISODE + " AND ep.embedding IS NOT NULL")
+LEXICAL_EPISODES_TS_RANK = _ts_rank("episodes", "ep", _EPISODES_SEARCHABLE)
 
 # Entities the query names: every 1–3 word n-gram of the query against names and aliases,
 # exact and case-insensitive (served by the lower(name) indexes).

@@ -24,6 +24,20 @@ async def _import(stack: EchoStack) -> list[str]:
     return result["episode_ids"]
 
 
+async def _lexical_rows(stack: EchoStack, embedder: MiniLM, sql: str, query: str) -> list[tuple]:
+    """The rows one lexical statement returns for `query` over the `shared` scope."""
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(stack.database_url) as conn:
+        register_vector(conn)
+        scope_id = conn.execute("SELECT id FROM scopes WHERE name='shared'").fetchone()[0]
+        return conn.execute(
+            sql,
+            {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10,
+             "embedding": embedder.embed_one(query)},
+        ).fetchall()
+
+
 def _hand_bm25(query_terms: list[str], docs: list[list[str]]) -> list[float]:
     n = len(docs)
     avgdl = sum(len(d) for d in docs) / n
@@ -54,16 +68,7 @@ async def test_bm25_matches_a_hand_computed_example(stack: EchoStack, embedder: 
     ids = await _import(stack)
     docs = [["alic", "kiln", "fire", "vase"], ["bob", "kiln", "hot", "hot"], ["carol", "bought", "vase"]]
     expected = _hand_bm25(["kiln", "hot"], docs)
-    from pgvector.psycopg import register_vector
-
-    with psycopg.connect(stack.database_url) as conn:
-        register_vector(conn)
-        scope_id = conn.execute("SELECT id FROM scopes WHERE name='shared'").fetchone()[0]
-        rows = conn.execute(
-            q.LEXICAL_EPISODES_BM25,
-            {"scope_ids": [scope_id], "at": "infinity", "query": "kiln hot", "limit": 10,
-             "embedding": embedder.embed_one("kiln hot")},
-        ).fetchall()
+    rows = await _lexical_rows(stack, embedder, q.LEXICAL_EPISODES_BM25, "kiln hot")
     got = {str(r[0]): float(r[1]) for r in rows}
     assert set(got) == {ids[0], ids[1]}
     assert math.isclose(got[ids[0]], expected[0], rel_tol=1e-6)
@@ -137,19 +142,6 @@ def _pair_corpus() -> tuple[list[str], list[int]]:
     return docs, both
 
 
-async def _lexical_rows(stack: EchoStack, embedder: MiniLM, query: str) -> list[tuple]:
-    from pgvector.psycopg import register_vector
-
-    with psycopg.connect(stack.database_url) as conn:
-        register_vector(conn)
-        scope_id = conn.execute("SELECT id FROM scopes WHERE name='shared'").fetchone()[0]
-        return conn.execute(
-            q.LEXICAL_EPISODES_BM25_PAIRS,
-            {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10,
-             "embedding": embedder.embed_one(query)},
-        ).fetchall()
-
-
 async def test_rows_holding_both_rarest_terms_are_candidates_however_far_their_meaning(
     stack: EchoStack, embedder: MiniLM
 ) -> None:
@@ -160,7 +152,7 @@ async def test_rows_holding_both_rarest_terms_are_candidates_however_far_their_m
     episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(docs)]
     ids = (await stack.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
     query = "zephyr quokka sunshine forecast today"
-    rows = await _lexical_rows(stack, embedder, query)
+    rows = await _lexical_rows(stack, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, query)
     assert {str(r[0]) for r in rows} == {ids[i] for i in both}
     assert all(r[3] == 2 for r in rows)  # each matched both terms
     # query_memory picks that statement for a corpus this size, so the lexical channel finds them.
@@ -169,5 +161,5 @@ async def test_rows_holding_both_rarest_terms_are_candidates_however_far_their_m
     assert lexical == {ids[i] for i in both}
 
     # Two common terms that never share a row: the rows matching either are the candidates.
-    apart = await _lexical_rows(stack, embedder, "zephyr walrus")
+    apart = await _lexical_rows(stack, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, "zephyr walrus")
     assert len(apart) == 10 and all(r[3] == 1 for r in apart)
