@@ -2,8 +2,7 @@
 
 dense     pgvector, exact scan for small corpora and HNSW with iterative scan above a threshold
 lexical   BM25 from per-scope statistics, or ts_rank when they are missing, stale or switched off
-graph     personalized PageRank (networkx) around the entities the query names or the best
-          dense facts touch
+graph     personalized PageRank (networkx) around the entities the query names
 neighbour the turns adjacent (same session) to an episode candidate
 """
 
@@ -42,9 +41,6 @@ class Candidate:
     prox: float = 0.0
     channels: set[str] = field(default_factory=set)
     neighbours: set[str] = field(default_factory=set)
-    # A fact's (source, target) entity ids, when the channel that found it read them (dense
-    # does: the graph channel seeds PageRank with the endpoints of the best dense facts).
-    ends: tuple[Any, Any] | None = None
 
 
 @dataclass
@@ -80,31 +76,31 @@ class Corpus:
     has_rows: bool = False  # whether the corpus holds any searchable row, statistics or not
 
 
-async def corpus_sizes(conn: psycopg.AsyncConnection, scope_ids: list[str]) -> dict[str, Corpus]:
-    """'facts' and 'episodes' -> their Corpus in the scopes read."""
-    rows = await (await conn.execute(q.CORPUS_SIZES, {"scope_ids": scope_ids})).fetchall()
+def corpus_sizes(rows: list[tuple[Any, ...]]) -> dict[str, Corpus]:
+    """'facts' and 'episodes' -> their Corpus in the scopes read, from the rows of q.CORPUS_SIZES."""
     return {r[0]: Corpus(int(r[1]), r[2], int(r[3]), bool(r[4])) for r in rows}
 
 
 async def dense(
     conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], kind: str, *, use_hnsw: bool, org: str
 ) -> None:
-    """The `limit` nearest visible items of one corpus, exact or through HNSW."""
+    """The `limit` nearest visible items of one corpus, exact or through HNSW.
+
+    The HNSW path needs q.HNSW_SETTINGS run earlier in the same transaction (iterative scan:
+    without it, a scope that is a small part of the index can come back with too few rows);
+    query_memory sets them while the query is still being embedded, off the critical path.
+    """
     if kind == "fact":
         sql = q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT
     else:
         sql = q.DENSE_EPISODES_HNSW if use_hnsw else q.DENSE_EPISODES_EXACT
     with db_span(f"dense_{kind}s_{'hnsw' if use_hnsw else 'exact'}", org=org):
-        if use_hnsw:
-            await conn.execute(q.HNSW_SETTINGS)
         # Never a server-side prepared statement: after five runs Postgres may switch to a
         # generic plan, which cannot see LIMIT and the vector and sorts the whole scope instead
         # of walking the HNSW index (measured at 100k facts: 9 ms instead of 2-3 ms).
         rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
     for row in rows:
         _add(pool, row, kind, "dense")
-        if kind == "fact":
-            pool[str(row[0])].ends = (row[2], row[3])
 
 
 def lexical_mode(corpus: Corpus | None, name: str, bm25_enabled: bool) -> LexicalMode:

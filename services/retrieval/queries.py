@@ -71,7 +71,7 @@ GROUP BY c.corpus
 # Exact scan: "+ 0" makes the ORDER BY an expression the HNSW index cannot serve, so the planner
 # filters by scope and validity first and ranks every visible row exactly.
 DENSE_FACTS_EXACT = f"""
-SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos, f.source_entity::text, f.target_entity::text
+SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos
 FROM facts f
 WHERE {_VISIBLE}
 ORDER BY (f.embedding <=> %(embedding)s) + 0
@@ -80,7 +80,7 @@ LIMIT %(limit)s
 # HNSW: run after HNSW_SETTINGS, so pgvector keeps scanning the graph until `limit` rows pass
 # the scope and validity filter (iterative scan, pgvector >= 0.8).
 DENSE_FACTS_HNSW = f"""
-SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos, f.source_entity::text, f.target_entity::text
+SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos
 FROM facts f
 WHERE {_VISIBLE}
 ORDER BY f.embedding <=> %(embedding)s
@@ -100,7 +100,9 @@ WHERE {_VISIBLE_EPISODE} AND ep.embedding IS NOT NULL
 ORDER BY ep.embedding <=> %(embedding)s
 LIMIT %(limit)s
 """
-# One round trip; `true` makes each setting local to the transaction, like SET LOCAL.
+# `true` makes each setting local to the transaction, like SET LOCAL. They act on HNSW index
+# scans only (the exact statements above cannot use the index), so query_memory sets them for
+# every search, in the round trip that reads the corpus sizes, before it knows which path runs.
 HNSW_SETTINGS = """
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.ef_search', '80', true),

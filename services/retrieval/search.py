@@ -123,17 +123,16 @@ async def _search(
     Returns the ranked rows, the lexical fallback note and the embedding-model note (scopes whose
     vectors another model made), each None when there is nothing to say.
 
-    The query is still being embedded when this starts: corpus sizes, the graph neighbourhood of
-    the entities the query names and its PageRank are done meanwhile. Once the vector is ready,
-    dense facts and dense episodes run on `conn`, and the lexical channel on the `side`
-    connection at the same time (without one, in turn). The graph's candidates get their cosines
-    last.
+    The query is still being embedded when this starts: corpus sizes (with the HNSW settings),
+    the graph neighbourhood of the entities the query names and its PageRank are done meanwhile.
+    Once the vector is ready, dense facts, dense episodes and the cosines of the graph's other
+    facts run on `conn`, and the lexical channel on the `side` connection at the same time
+    (without one, in turn).
     """
     on = set(settings.channels)
     limit = max(settings.candidates, args.top_k)
     scope_ids = params["scope_ids"]
-    sizes = await ch.corpus_sizes(conn, scope_ids)
-    model_note = await _model_note(conn, scope_ids, model)
+    sizes, model_note = await _before_vector(conn, scope_ids, model)
     kinds = ["fact", "episode"] if args.include_episodes else ["fact"]
     pool: ch.Pool = {}
     fallbacks: list[str] = []
@@ -158,6 +157,9 @@ async def _search(
                 await ch.dense(c, pool, await with_vector(), "episode",
                                use_hnsw=docs("episodes") > settings.hnsw_threshold, org=caller.org)
         ch.graph(pool, graph)
+        # The graph's facts that dense did not find get their cosines here, while the lexical
+        # channel is still running on the other connection (its rows carry their cosines).
+        await ch.fill_cosines(c, pool, await with_vector(), org=caller.org)
 
     async def lexical_channel(c: psycopg.AsyncConnection) -> None:
         for kind in kinds:
@@ -183,6 +185,7 @@ async def _search(
             if isinstance(outcome, BaseException):
                 raise outcome
     channel_params = await with_vector()
+    # A no-op unless some candidate still has no cosine; fusion must never rank a NaN.
     await ch.fill_cosines(conn, pool, channel_params, org=caller.org)
     if "neighbour" in on and args.include_episodes:
         await ch.neighbours(conn, pool, channel_params, org=caller.org)
@@ -196,10 +199,21 @@ async def _search(
     return ranked, lexical_note, model_note
 
 
-async def _model_note(conn: psycopg.AsyncConnection, scope_ids: list[str], model: str) -> str | None:
-    """Says which scopes read hold vectors of another embedding model (see libs/store/embedding_models)."""
-    rows = await (await conn.execute(embedding_models.OTHER_MODELS, {"scope_ids": scope_ids, "model": model})).fetchall()
-    return embedding_models.mismatch_note([(public_name(r[0]), str(r[1])) for r in rows], model)
+async def _before_vector(
+    conn: psycopg.AsyncConnection, scope_ids: list[str], model: str
+) -> tuple[dict[str, ch.Corpus], str | None]:
+    """The corpora's sizes and the embedding-model note, and the HNSW scan settings set: one round trip.
+
+    The note says which scopes read hold vectors of another embedding model (None when none
+    do; see libs/store/embedding_models). The three statements go out in one psycopg pipeline.
+    """
+    params = {"scope_ids": scope_ids, "model": model}
+    async with conn.pipeline():
+        sizes = await conn.execute(q.CORPUS_SIZES, params)
+        models = await conn.execute(embedding_models.OTHER_MODELS, params)
+        await conn.execute(q.HNSW_SETTINGS)
+    other = [(public_name(r[0]), str(r[1])) for r in await models.fetchall()]
+    return ch.corpus_sizes(await sizes.fetchall()), embedding_models.mismatch_note(other, model)
 
 
 async def _hydrate(
@@ -207,13 +221,18 @@ async def _hydrate(
 ) -> dict[str, dict[str, Any]]:
     """Full rows (text, provenance) of the few items that survived fusion, keyed by id."""
     found: dict[str, dict[str, Any]] = {}
-    async with conn.cursor(row_factory=dict_row) as cur:
+    cursors: list[psycopg.AsyncCursor[dict[str, Any]]] = []
+    async with conn.pipeline():  # facts and episodes in one round trip
         for kind, sql in (("fact", q.HYDRATE_FACTS), ("episode", q.HYDRATE_EPISODES)):
             ids = [c.id for c, _ in fused if c.kind == kind]
             if ids:
-                await cur.execute(sql, {"scope_ids": scope_ids, "ids": ids})
-                for row in await cur.fetchall():
-                    found[str(row["id"])] = row
+                cursor = conn.cursor(row_factory=dict_row)
+                await cursor.execute(sql, {"scope_ids": scope_ids, "ids": ids})
+                cursors.append(cursor)
+    for cursor in cursors:
+        for row in await cursor.fetchall():
+            found[str(row["id"])] = row
+        await cursor.close()
     for cand, _ in fused:
         if cand.id in found:
             found[cand.id]["score"] = cand.cos

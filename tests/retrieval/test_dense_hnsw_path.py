@@ -56,3 +56,42 @@ async def test_hnsw_and_exact_scan_agree_and_keep_to_the_scope(stack: EchoStack,
             "SELECT DISTINCT s.name FROM read_results r JOIN facts f ON f.id = r.item_id JOIN scopes s ON s.id = f.scope_id"
         )).fetchall()
     assert scopes == [("hnsw-a",)]
+
+
+def _crowd_episode(scope: str, first: int, count: int) -> dict:
+    """`count` near-identical auth-store facts: each is closer to the query than any billing fact."""
+    stores = [f"auth store {index}" for index in range(first, first + count)]
+    return {
+        "scope": scope, "session_id": "crowd", "project": "hnsw",
+        "entities": [{"name": "auth service", "type": "service"}] + [{"name": s, "type": "database"} for s in stores],
+        "entity_resolutions": [{"mention": s, "entity_id": "new", "rationale": "test store"} for s in stores],
+        "facts": [{"source": "auth service", "target": s, "relation": "keeps data in",
+                   "fact": f"The auth service keeps its records in {s}.", "confidence": "extracted"} for s in stores],
+    }
+
+
+async def test_hnsw_keeps_scanning_until_the_scope_fills_the_limit(stack: EchoStack, embedder: MiniLM) -> None:
+    """A scope that is a small corner of the index still gets its rows from the HNSW path.
+
+    147 facts of another scope are all nearer the query than the 3 of the scope read, so a plain
+    HNSW scan (ef_search 40) would return only rows the scope filter then drops. The iterative
+    scan settings query_memory sets make pgvector keep walking the graph. Seq scans and sorts
+    are switched off so the planner takes the HNSW index even on this small table (otherwise it
+    reads the scope's 3 rows through the scope index and sorts them, and nothing is tested).
+    """
+    for scope in ("crowd", "lone"):
+        await stack.admin_call("writes", "scope_create", {"name": scope})
+    for first in range(0, 147, 49):  # at most 50 entities a call, the service among them
+        stored = await stack.admin_call("writes", "write_episode", _crowd_episode("crowd", first, 49))
+        assert stored["stored"] is True, stored.get("error")
+    for index in range(3):
+        stored = await stack.admin_call("writes", "write_episode", _episode("lone", index, "billing"))
+        assert stored["stored"] is True, stored.get("error")
+    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
+        await register_vector_async(conn)
+        await conn.execute("SET enable_seqscan = off; SET enable_sort = off")
+        await conn.commit()
+        exact = await _ask(conn, embedder, "lone", threshold=1_000_000)
+        approximate = await _ask(conn, embedder, "lone", threshold=0)
+    assert sorted(exact) == sorted(f"The billing service keeps its records in billing store {i}." for i in range(3))
+    assert approximate == exact
