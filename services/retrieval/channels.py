@@ -41,6 +41,9 @@ class Candidate:
     prox: float = 0.0
     channels: set[str] = field(default_factory=set)
     neighbours: set[str] = field(default_factory=set)
+    # For a turn that asks a question: the id of the next turn of its session, its reply (set
+    # by `neighbours` when that turn is a candidate too).
+    reply: str | None = None
 
 
 @dataclass
@@ -302,15 +305,28 @@ def personalized_pagerank(
 
 
 async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
-    """Link every episode candidate with the turns next to it in its session (adding those turns)."""
+    """Link every episode candidate with the turns next to it in its session (adding those turns).
+
+    Where one of two adjacent turns asks a question and the other is the next turn, the question
+    turn's `reply` is set to it.
+    """
     hits = [c.id for c in pool.values() if c.kind == "episode"]
     if not hits:
         return
     with db_span("episode_neighbours", org=org):
-        rows = await (await conn.execute(q.EPISODE_NEIGHBOURS, {**params, "ids": hits, "radius": 1})).fetchall()
-    for nb_id, hit_id, cos in rows:
+        rows = await (
+            await conn.execute(
+                q.EPISODE_NEIGHBOURS,
+                {**params, "ids": hits, "radius": 1, "question_pattern": q.QUESTION_PATTERN},
+            )
+        ).fetchall()
+    for nb_id, hit_id, cos, step, hit_asks, nb_asks in rows:
         ident, hit = str(nb_id), str(hit_id)
         if ident not in pool:
             pool[ident] = Candidate(id=ident, kind="episode", cos=float(cos))
         pool[ident].neighbours.add(hit)
         pool[hit].neighbours.add(ident)
+        if step == 1 and hit_asks:
+            pool[hit].reply = ident
+        elif step == -1 and nb_asks:
+            pool[ident].reply = hit

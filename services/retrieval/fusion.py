@@ -4,10 +4,13 @@ Dense is the primary signal; BM25 is an additive boost normalised by the best le
 the query (weights per corpus, because exact words matter far more for chat turns than for
 one-line facts), with two lexical refinements on the same scale: coordination (more weight when
 an item matches three or more distinct query words) and proximity (query word pairs that occur
-close together, in order, in the item); PageRank adds a small graph boost to facts; a turn inherits a share of the best
-adjacent turn's score (the evidence for a question often sits in the reply after the match).
-Each corpus' fused value is divided by its largest possible boost, so facts and turns stay on
-the cosine's scale when both are ranked together.
+close together, in order, in the item); PageRank adds a small graph boost to facts. Turns that
+ask a question pass a share of their value to the reply (the next turn of the session) and keep
+a little less themselves: a question in the conversation matches a later question about the same
+thing in words and meaning, but the answer is in the reply. Then a turn inherits a share of the
+best adjacent turn's value (evidence often sits next to the match). Each corpus' fused value is
+divided by its largest possible boost, so facts and turns stay on the cosine's scale when both
+are ranked together.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tu
             value += weights.graph * cand.graph / max_graph
         base[cand.id] = value
 
+    if "neighbour" in on:
+        base = _credit_replies(pool, base, weights)
+
     fused: list[tuple[Candidate, float]] = []
     for cand in pool.values():
         value = base[cand.id]
@@ -51,12 +57,24 @@ def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tu
             value += weights.neighbour * max(base[n] for n in cand.neighbours if n in base)
         lexical = lex_weight[cand.kind] + coord_weight[cand.kind] + prox_weight[cand.kind] if "lexical" in on else 0
         if cand.kind == "episode":
-            scale = 1 + lexical + (weights.neighbour if "neighbour" in on else 0)
+            scale = 1 + lexical + (weights.neighbour + weights.reply if "neighbour" in on else 0)
         else:
             scale = 1 + lexical + (weights.graph if "graph" in on else 0)
         fused.append((cand, value / scale))
     fused.sort(key=lambda item: (-item[1], -item[0].cos, item[0].id))
     return fused
+
+
+def _credit_replies(pool: Pool, base: dict[str, float], weights: FusionWeights) -> dict[str, float]:
+    """Each question turn whose reply is a candidate gives it `reply` × its value, keeping
+    (1 − question_penalty) × its value; other values are unchanged. Uses the values before any
+    credit, so a chain of questions does not compound."""
+    credited = dict(base)
+    for cand in pool.values():
+        if cand.reply is not None and cand.reply in base and cand.id in base:
+            credited[cand.reply] += weights.reply * base[cand.id]
+            credited[cand.id] -= weights.question_penalty * base[cand.id]
+    return credited
 
 
 def channels_of(cand: Candidate, on: Iterable[str]) -> list[str]:

@@ -13,8 +13,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 class FusionWeights(BaseModel):
     """fused = cos + (lexical + coordination·[matched ≥ min(3, query terms)])·bm25/max_bm25
-    + proximity·prox/max_bm25 (+ graph·ppr/max_ppr for facts) (+ neighbour·best fused score of
-    the adjacent turns, for episodes). Ranking only; the `score` callers see is always the cosine.
+    + proximity·prox/max_bm25 (+ graph·ppr/max_ppr for facts); for episodes, a turn that asks a
+    question gives reply·its value to the next turn of its session and loses question_penalty·its
+    value (when that reply is a candidate too), then + neighbour·best such value of the adjacent
+    turns. Ranking only; the `score` callers see is always the cosine.
 
     Facts get no plain BM25 boost: on agent-facts any boost for one or two shared words pulls
     distractors above true paraphrases, while matching three query words (or every word of a
@@ -22,9 +24,12 @@ class FusionWeights(BaseModel):
     (proximity) a little more. Chat turns need the plain boost (dense alone is weak on LoCoMo).
 
     The neighbour share trades recall for session coverage: each adjacent turn it pulls into the
-    top 10 comes from a session already there. 0.225 (with lexical 0.7, coordination 0.3) keeps
-    LoCoMo session@10 at or above 0.90 on both halves of the set; 0.4 had 0.015 more recall@10
-    and 0.004 more MRR at session@10 0.893 (docs/BENCHMARKS.md, "neighbour sweep")."""
+    top 10 comes from a session already there. The reply credit is what LoCoMo's misses showed:
+    a question asked in the conversation ("What pet do you have?") outranked its answer, the
+    next turn. reply 0.6, question_penalty 0.2 with neighbour 0.15 (lexical 0.7, coordination
+    0.3): MRR 0.530 → 0.588, recall@10 +0.036, session@10 ≥ 0.90 on both halves of the set; the
+    region around it (reply 0.4–0.8, penalty 0.1–0.3) gives MRR 0.57–0.59 (docs/BENCHMARKS.md,
+    "reply credit")."""
 
     fact_lexical: float = Field(0.0, description="weight of max-normalised BM25 for facts")
     episode_lexical: float = Field(0.7, description="weight of max-normalised BM25 for episodes")
@@ -41,7 +46,13 @@ class FusionWeights(BaseModel):
         0.8, description="weight of proximity (query word pairs close together, idf) / max BM25 for episodes"
     )
     graph: float = Field(0.05, description="weight of max-normalised personalized PageRank for facts")
-    neighbour: float = Field(0.225, description="share of an adjacent turn's fused score added to a turn")
+    reply: float = Field(
+        0.6, description="share of a question turn's value added to its reply (the next turn of the session)"
+    )
+    question_penalty: float = Field(
+        0.2, description="share of its own value a question turn loses when its reply is a candidate too"
+    )
+    neighbour: float = Field(0.15, description="share of an adjacent turn's fused score added to a turn")
 
 
 class RetrievalSettings(BaseSettings):

@@ -108,7 +108,7 @@ def test_neighbour_share_lifts_the_reply_next_to_a_strong_turn() -> None:
     }
     weights = FusionWeights()
     order = [c.id for c, _ in fuse(pool, weights, ["dense", "lexical", "neighbour"])]
-    # reply: (0.20 + 0.225·0.60) / scale = 0.335 / scale > other: 0.25 / scale.
+    # reply: (0.20 + 0.15·0.60) / scale = 0.29 / scale > other: 0.25 / scale.
     assert order == ["question", "reply", "other"]
     assert [c.id for c, _ in fuse(pool, weights, ["dense", "lexical"])] == ["question", "other", "reply"]
 
