@@ -45,6 +45,11 @@ def register(sub: Any) -> None:
     external.add_argument("--conversations", type=int, help="only the first N conversations")
     external.add_argument("--questions", type=int, help="only the first N questions of each")
     external.add_argument("--query-mode", default="context", help="madial: context | last-user | recent-first")
+    external.add_argument(
+        "--fusion-grid", metavar="SPEC",
+        help='locomo: re-rank every question under each fusion weighting of SPEC, e.g. "neighbour=0.15,0.225 '
+        'reply=0.4,0.6" (throw-away system; the service\'s own weighting is the row marked "service")',
+    )
     external.set_defaults(func=_external)
 
     from libs.eval.benchmark import register as register_benchmark  # issue 4: the latency harness
@@ -158,6 +163,22 @@ def _external(settings: Any, args: Any) -> int:
     path = _dataset_file("eval-external", args.path or str(DATASETS / "locomo"), "locomo10.json")
     if path is None:
         return 2
+    if args.fusion_grid:
+        from libs.eval import fusion_grid
+        from services.retrieval.settings import RetrievalSettings
+
+        retrieval = RetrievalSettings()
+        try:
+            grid = fusion_grid.parse_grid(args.fusion_grid, retrieval.fusion)
+        except ValueError as exc:
+            print(f"echo-memory eval-external: {exc}", file=sys.stderr)
+            return 2
+        grid_report = eventloop.run(
+            fusion_grid.run(path, grid, retrieval, conversations=args.conversations, questions=args.questions),
+            use_uvloop=settings.uvloop,
+        )
+        print(json.dumps(grid_report, indent=2))
+        return 0
     report = eventloop.run(
         run_locomo(_call(settings), str(path), conversations=args.conversations, questions=args.questions, show=True),
         use_uvloop=settings.uvloop,

@@ -34,6 +34,8 @@ _DEFAULT_SETTINGS = RetrievalSettings()
 
 # Opens a second, read-only connection to the same org database (see `_search`).
 SideConnection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
+# Sees each search's candidate pool just before fusion (libs/eval/fusion_grid.py re-fuses them).
+PoolObserver = Callable[[ch.Pool], None]
 
 
 async def query_memory(
@@ -43,6 +45,7 @@ async def query_memory(
     embedder: MiniLM,
     settings: RetrievalSettings | None = None,
     side: SideConnection | None = None,
+    observe: PoolObserver | None = None,
 ) -> QueryMemoryResult:
     """Ranked facts (and evidence) for the query.
 
@@ -50,7 +53,8 @@ async def query_memory(
     pair, nothing visible in the scope at `as_of`). Raises InvalidArgument for a missing query
     or bad `about`; ScopeDenied/NotFound for scopes the token may not read or that do not exist.
     `side`, when given, opens a second connection so two groups of channels run at once; the
-    read log is always written on `conn`, in the request's transaction.
+    read log is always written on `conn`, in the request's transaction. `observe`, when given,
+    is handed the candidate pool of a search before fusion (the eval's fusion grid uses it).
     """
     settings = settings or _DEFAULT_SETTINGS
     query = (args.query or "").strip()
@@ -84,7 +88,7 @@ async def query_memory(
         elif scope_ids and embedding_job is not None:
             searched = True
             ranked, lexical_note, model_note = await _search(
-                conn, caller, args, settings, params, embedding_job, side, embedder.name
+                conn, caller, args, settings, params, embedding_job, side, embedder.name, observe
             )
     finally:
         if embedding_job is not None:
@@ -117,6 +121,7 @@ async def _search(
     embedding_job: asyncio.Task[np.ndarray],
     side: SideConnection | None,
     model: str,
+    observe: PoolObserver | None = None,
 ) -> tuple[list[tuple[dict[str, Any], str, list[str]]], str | None, str | None]:
     """Run every switched-on channel, fuse, and hydrate the top_k rows.
 
@@ -190,6 +195,8 @@ async def _search(
     if "neighbour" in on and args.include_episodes:
         await ch.neighbours(conn, pool, channel_params, org=caller.org)
 
+    if observe is not None:
+        observe(pool)
     fused = fuse(pool, settings.fusion, on)[: args.top_k]
     rows = await _hydrate(conn, scope_ids, fused)
     ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]

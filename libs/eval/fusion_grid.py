@@ -1,0 +1,143 @@
+"""`echo-memory eval-external locomo --fusion-grid SPEC`: LoCoMo under many fusion weightings at once.
+
+The fusion weights are tuned on the dev sets (docs/BENCHMARKS.md). Running 1,982 LoCoMo
+questions through the services once per weighting would take hours, but fusion is a pure
+function of the candidate pool (services/retrieval/fusion.py). So every question runs once
+through the real import and the real channels on a throw-away system, each question's pool is
+kept, and `fuse` is re-run for every weighting of the grid. The weighting the service runs is
+always in the grid, and its figures are the ones `run_locomo` reports for the same questions.
+
+SPEC names FusionWeights fields and the values to try, e.g. "neighbour=0.15,0.225 reply=0.4,0.6"
+(groups separated by spaces or ";"); fields not named keep the service's values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+
+from libs.contracts.bus import Caller
+from libs.contracts.query import QueryMemoryInput
+from libs.eval import locomo
+from libs.eval.metrics import hit_at, recall_at, reciprocal_rank
+from libs.eval.runner import import_conversation, new_scope
+from libs.eval.system import stack_call, throwaway_stack
+from libs.testing import EchoStack
+from services.retrieval.channels import Pool
+from services.retrieval.fusion import fuse
+from services.retrieval.search import query_memory
+from services.retrieval.settings import FusionWeights, RetrievalSettings
+
+K = 10
+
+
+@dataclass
+class Captured:
+    """One question's candidate pool before fusion, and what scoring it needs."""
+
+    pool: Pool
+    by_id: dict[str, str]  # episode id -> dia_id
+    gold: set[str]
+    session_of: dict[str, int]
+    scope: str
+    question: str
+
+
+def parse_grid(spec: str, base: FusionWeights) -> list[FusionWeights]:
+    """Every combination of the values SPEC names, `base` for the rest; `base` itself comes first.
+
+    Raises ValueError naming the problem: an unknown field, a value that is not a number, or a
+    group without "=".
+    """
+    axes: dict[str, list[float]] = {}
+    for group in spec.replace(";", " ").split():
+        name, sep, values = group.partition("=")
+        if not sep or not values:
+            raise ValueError(f"fusion grid: '{group}' is not name=value[,value...]")
+        if name not in FusionWeights.model_fields:
+            raise ValueError(f"fusion grid: unknown weight '{name}' (known: {', '.join(FusionWeights.model_fields)})")
+        try:
+            axes[name] = [float(v) for v in values.split(",")]
+        except ValueError:
+            raise ValueError(f"fusion grid: '{values}' of {name} is not a list of numbers") from None
+    grid = [base]
+    for combo in itertools.product(*axes.values()):
+        weights = base.model_copy(update=dict(zip(axes, combo, strict=True)))
+        if weights != base:
+            grid.append(weights)
+    return grid
+
+
+async def capture(
+    stack: EchoStack, path: str | Path, *, conversations: int | None = None, questions: int | None = None,
+    settings: RetrievalSettings | None = None,
+) -> list[Captured]:
+    """Import each conversation into a throw-away scope (over the bus) and keep every question's pool."""
+    settings = settings or RetrievalSettings()
+    call = stack_call(stack, timeout=600)
+    caller = Caller(org=stack.org, agent_id="fusion-grid", read_scopes=["*"], write_scopes=[])
+    captured: list[Captured] = []
+    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
+        await register_vector_async(conn)
+        for conv in locomo.load(path)[:conversations]:
+            scope = await new_scope(call, "fusion-grid")
+            by_id = await import_conversation(call, scope, conv)
+            session_of = {t.dia_id: t.session for t in conv.turns}
+            for qa in conv.questions[:questions]:
+                pools: list[Pool] = []
+                async with conn.transaction():
+                    await query_memory(conn, caller, QueryMemoryInput(query=qa.question, scope=scope, top_k=K),
+                                       stack.embedder, settings, observe=pools.append)
+                captured.append(
+                    Captured(pools[0] if pools else {}, by_id, set(qa.evidence), session_of, scope, qa.question)
+                )
+    return captured
+
+
+def score(captured: list[Captured], weights: FusionWeights, channels: tuple[str, ...]) -> dict[str, float]:
+    """recall@10, hit@10, MRR@10 and session@10 over the captured questions, as run_locomo counts them."""
+    rows: dict[str, list[float]] = {"recall": [], "hit": [], "mrr": [], "session": []}
+    for item in captured:
+        ranked = [item.by_id.get(c.id, "?") for c, _ in fuse(item.pool, weights, channels)[:K]]
+        gold_sessions = {item.session_of[e] for e in item.gold}
+        top_sessions = {item.session_of[d] for d in ranked if d in item.session_of}
+        rows["recall"].append(recall_at(ranked, item.gold, K))
+        rows["hit"].append(hit_at(ranked, item.gold, K))
+        rows["mrr"].append(reciprocal_rank(ranked, item.gold, K))
+        rows["session"].append(len(gold_sessions & top_sessions) / len(gold_sessions))
+    return {name: round(statistics.fmean(values), 4) if values else 0.0 for name, values in rows.items()}
+
+
+def run_grid(
+    captured: list[Captured], grid: list[FusionWeights], channels: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """One row per weighting: the weights that differ from the first (the service's), and the figures.
+
+    Rows come best MRR first; the service's own row says `"service": true`.
+    """
+    base = grid[0].model_dump()
+    rows = []
+    for index, weights in enumerate(grid):
+        changed = {k: v for k, v in weights.model_dump().items() if v != base[k]}
+        rows.append({"service": index == 0, "weights": changed, **score(captured, weights, channels)})
+    return sorted(rows, key=lambda row: (-row["mrr"], -row["recall"]))
+
+
+async def run(
+    path: str | Path, grid: list[FusionWeights], settings: RetrievalSettings, *,
+    conversations: int | None = None, questions: int | None = None,
+) -> dict[str, Any]:
+    """The whole command on a throw-away system: {"questions", "configurations", "rows"}.
+
+    `grid` comes from `parse_grid(spec, settings.fusion)`, so its first row is the service's.
+    """
+    async with throwaway_stack() as stack:
+        captured = await capture(stack, path, conversations=conversations, questions=questions, settings=settings)
+    rows = run_grid(captured, grid, settings.channels)
+    return {"dataset": "locomo", "k": K, "questions": len(captured), "configurations": len(grid), "rows": rows}
