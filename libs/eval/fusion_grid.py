@@ -25,8 +25,7 @@ from pgvector.psycopg import register_vector_async
 from libs.contracts.bus import Caller
 from libs.contracts.query import QueryMemoryInput
 from libs.eval import locomo
-from libs.eval.metrics import hit_at, recall_at, reciprocal_rank
-from libs.eval.runner import import_conversation, new_scope
+from libs.eval.runner import import_conversation, locomo_scores, new_scope
 from libs.eval.system import stack_call, throwaway_stack
 from libs.testing import EchoStack
 from services.retrieval.channels import Pool
@@ -102,16 +101,13 @@ async def capture(
 
 def score(captured: list[Captured], weights: FusionWeights, channels: tuple[str, ...]) -> dict[str, float]:
     """recall@10, hit@10, MRR@10 and session@10 over the captured questions, as run_locomo counts them."""
-    rows: dict[str, list[float]] = {"recall": [], "hit": [], "mrr": [], "session": []}
-    for item in captured:
-        ranked = [item.by_id.get(c.id, "?") for c, _ in fuse(item.pool, weights, channels)[:K]]
-        gold_sessions = {item.session_of[e] for e in item.gold}
-        top_sessions = {item.session_of[d] for d in ranked if d in item.session_of}
-        rows["recall"].append(recall_at(ranked, item.gold, K))
-        rows["hit"].append(hit_at(ranked, item.gold, K))
-        rows["mrr"].append(reciprocal_rank(ranked, item.gold, K))
-        rows["session"].append(len(gold_sessions & top_sessions) / len(gold_sessions))
-    return {name: round(statistics.fmean(values), 4) if values else 0.0 for name, values in rows.items()}
+    rows = [
+        locomo_scores([item.by_id.get(c.id, "?") for c, _ in fuse(item.pool, weights, channels)[:K]],
+                      item.gold, item.session_of, K)
+        for item in captured
+    ]
+    names = ("recall", "hit", "mrr", "session")
+    return {name: round(statistics.fmean(row[name] for row in rows), 4) if rows else 0.0 for name in names}
 
 
 def run_grid(

@@ -88,19 +88,23 @@ async def run_locomo(
             result = await call("retrieval", "query_memory", {"query": qa.question, "scope": scope, "top_k": k})
             latencies.append((time.perf_counter() - started) * 1000)
             ranked = [by_id.get(item["id"], "?") for item in result["results"]]
-            gold = set(qa.evidence)
-            gold_sessions = {session_of[e] for e in gold}
-            top_sessions = {session_of[d] for d in ranked[:k] if d in session_of}
-            rows.append({
-                "category": locomo.CATEGORIES[qa.category],
-                "recall": recall_at(ranked, gold, k), "hit": hit_at(ranked, gold, k),
-                "mrr": reciprocal_rank(ranked, gold, k),
-                "session": len(gold_sessions & top_sessions) / len(gold_sessions),
-            })
+            rows.append({"category": locomo.CATEGORIES[qa.category],
+                         **locomo_scores(ranked, set(qa.evidence), session_of, k)})
             if show and (index % 25 == 0 or index == len(asked)):
                 progress(f"query {conv.sample_id}", index, len(asked))
     return {"dataset": "locomo", "k": k, "questions": len(rows), "skipped_unresolvable": skipped,
             "overall": _summary(rows), "by_category": _by(rows, "category"), "latency_ms": _latency(latencies)}
+
+
+def locomo_scores(ranked: list[str], gold: set[str], session_of: dict[str, int], k: int) -> dict[str, float]:
+    """One question's recall@k, hit@k, MRR@k and session@k (share of its evidence sessions reached)."""
+    gold_sessions = {session_of[e] for e in gold}
+    top_sessions = {session_of[d] for d in ranked[:k] if d in session_of}
+    return {
+        "recall": recall_at(ranked, gold, k), "hit": hit_at(ranked, gold, k),
+        "mrr": reciprocal_rank(ranked, gold, k),
+        "session": len(gold_sessions & top_sessions) / len(gold_sessions),
+    }
 
 
 async def run_agent_facts(
