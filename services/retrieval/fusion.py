@@ -71,7 +71,7 @@ def _credit_replies(pool: Pool, base: dict[str, float], weights: FusionWeights) 
     credit, so a chain of questions does not compound."""
     credited = dict(base)
     for cand in pool.values():
-        if cand.reply is not None and cand.reply in base and cand.id in base:
+        if cand.reply is not None and cand.reply in base:
             credited[cand.reply] += weights.reply * base[cand.id]
             credited[cand.id] -= weights.question_penalty * base[cand.id]
     return credited

@@ -299,12 +299,11 @@ FACT_COSINES = f"""
 SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
 WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 """
-# The turns next to a hit in the same session (the neighbour channel).
 # A turn asks a question when it ends with "?", before any trailing bracketed note such as the
 # "[shares a photo of …]" the LoCoMo harness appends (a POSIX regular expression for Postgres).
 QUESTION_PATTERN = r"\?\s*(\[[^]]*\]\s*)?$"
-# Also which of the two turns asks a question (see QUESTION_PATTERN) and which comes first, so
-# fusion can credit a question's reply (services/retrieval/fusion.py).
+# The turns next to a hit in the same session (the neighbour channel); also which of the two
+# comes first and which asks a question, so fusion can credit a question's reply (fusion.py).
 EPISODE_NEIGHBOURS = """
 SELECT nb.id, hit.id AS hit_id, 1 - (nb.embedding <=> %(embedding)s) AS cos, nb.seq - hit.seq AS step,
        hit.content ~ %(question_pattern)s AS hit_asks, nb.content ~ %(question_pattern)s AS nb_asks
