@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
     reindex.add_argument("--lexical-only", action="store_true", help="skip re-embedding")
     reindex.set_defaults(func=_reindex)
 
-    evaluate = sub.add_parser("eval", help="retrieval quality on agent-facts (hit@1, hit@10, MRR by kind)")
+    evaluate = sub.add_parser("eval", help="retrieval quality on agent-facts (hit@1, hit@10, MRR over the ranking and MRR@10, by kind)")
     evaluate.add_argument("--dataset", default=str(DATASETS / "agent-facts" / "agent-facts.json"))
     evaluate.add_argument("--context", action="store_true", help="tokens per recall vs a full notes dump")
     evaluate.add_argument("--json", action="store_true")

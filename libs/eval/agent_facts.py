@@ -6,6 +6,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from libs.eval.metrics import hit_at, reciprocal_rank
+
+# The dataset scores MRR over the full ranking of its 200 facts. query_memory returns at most 100
+# results, so the harness ranks with top_k 100: a relevant fact below rank 100 counts 0 instead of
+# 1/rank (at most 1/101 less per such query, a lower bound that never flatters).
+RANKING_DEPTH = 100
+
 
 @dataclass
 class AgentFacts:
@@ -35,3 +42,9 @@ def write_args(fact_id: str, text: str) -> dict[str, object]:
         "facts": [{"source": "project notes", "target": fact_id, "relation": "notes", "fact": text,
                    "confidence": "extracted"}],
     }
+
+
+def scores(ranked: list[str], relevant: set[str]) -> dict[str, float]:
+    """One query's hit@1, hit@10, MRR (over the whole ranking given) and MRR@10."""
+    return {"hit1": hit_at(ranked, relevant, 1), "hit10": hit_at(ranked, relevant, 10),
+            "mrr": reciprocal_rank(ranked, relevant), "mrr10": reciprocal_rank(ranked, relevant, 10)}

@@ -25,8 +25,8 @@ from typing import Any
 
 from libs import eventloop
 from libs.eval import agent_facts, synthetic
-from libs.eval.metrics import bootstrap_ci, hit_at, reciprocal_rank
-from libs.eval.runner import Call, new_scope, progress, write_agent_facts
+from libs.eval.metrics import bootstrap_ci
+from libs.eval.runner import Call, new_scope, progress, rank_agent_facts, write_agent_facts
 
 ALL_CHANNELS = ("dense", "lexical", "graph", "neighbour")
 DEFAULT_SWEEP = (1_000, 10_000)
@@ -36,16 +36,14 @@ async def _score(call: Call, scope: str, data: agent_facts.AgentFacts, by_id: di
     """One row per query (in dataset order, so two runs can be paired)."""
     rows = []
     for qid, text, relevant, kind in data.queries:
-        result = await call("retrieval", "query_memory", {"query": text, "scope": scope, "top_k": 10})
-        ranked = [by_id.get(item["id"], "?") for item in result["results"]]
-        rows.append({"query": qid, "kind": kind, "hit1": hit_at(ranked, relevant, 1),
-                     "hit10": hit_at(ranked, relevant, 10), "mrr": reciprocal_rank(ranked, relevant)})
+        ranked = await rank_agent_facts(call, scope, text, by_id)
+        rows.append({"query": qid, "kind": kind, **agent_facts.scores(ranked, relevant)})
     return rows
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"n": len(rows)}
-    for key in ("hit1", "hit10", "mrr"):
+    for key in ("hit1", "hit10", "mrr", "mrr10"):
         values = [r[key] for r in rows]
         low, high = bootstrap_ci(values, samples=1000)
         out[key] = round(statistics.fmean(values), 4)
