@@ -52,10 +52,9 @@ def test_credit_uses_values_before_credit() -> None:
     }
     weights = FusionWeights(neighbour=0.0)
     values = {c.id: v for c, v in fuse(pool, weights, ON)}
-    scale = 1 + weights.episode_lexical + weights.episode_coordination + weights.episode_proximity + weights.reply
-    assert values["r"] == pytest.approx((0.1 + 0.6 * 0.1) / scale)
-    assert values["q2"] == pytest.approx((0.1 + 0.6 * 0.9 - 0.2 * 0.1) / scale)
-    assert values["q1"] == pytest.approx((0.9 - 0.2 * 0.9) / scale)
+    assert values["r"] == pytest.approx(0.1 + 0.6 * 0.1)
+    assert values["q2"] == pytest.approx(0.1 + 0.6 * 0.9 - 0.2 * 0.1)
+    assert values["q1"] == pytest.approx(0.9 - 0.2 * 0.9)
 
 
 @pytest.mark.parametrize(
