@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
     evaluate.add_argument("--dataset", default=str(DATASETS / "agent-facts" / "agent-facts.json"))
     evaluate.add_argument("--context", action="store_true", help="tokens per recall vs a full notes dump")
     evaluate.add_argument("--json", action="store_true")
-    from libs.eval.experiments import add_arguments as add_experiment_arguments  # --sweep, --ablate
+    from libs.eval.experiments import add_arguments as add_experiment_arguments  # --sweep, --ablate, --mixed
 
     add_experiment_arguments(evaluate)
     evaluate.set_defaults(func=_eval)
@@ -119,7 +119,7 @@ def _reindex(settings: Any, args: Any) -> int:
 def _eval(settings: Any, args: Any) -> int:
     from libs.eval.runner import run_agent_facts
 
-    if args.sweep or args.ablate:
+    if args.sweep or args.ablate or args.mixed:
         from libs.eval.experiments import run as run_experiments
 
         print(json.dumps(run_experiments(args, DATASETS, use_uvloop=settings.uvloop), indent=2))

@@ -1,4 +1,5 @@
-"""`echo-memory eval --sweep` and `--ablate`: agent-facts quality across store sizes and channels.
+"""`echo-memory eval --sweep`, `--ablate` and `--mixed`: agent-facts quality across store sizes,
+channels, and beside imported turns.
 
 Both run on a throw-away system (libs/eval/system.py), never on the user's memory: the sweep
 pads the store with thousands of synthetic distractor facts, and the ablation restarts the
@@ -13,6 +14,10 @@ command owns may do.
   paired bootstrap intervals of the MRR change against all channels say whether a channel's
   effect is distinguishable from noise. Optionally the same on LoCoMo conversations (episodes,
   where the neighbour and episode-lexical channels act).
+- mixed: agent-facts' facts and the turns of the first N LoCoMo conversations in one scope, as a
+  user's store holds facts beside imported history. Each set is scored there and in a scope of
+  its own (the facts alone; the N conversations together), with the paired MRR change and how
+  many items of the other corpus reach each question's top 10.
 """
 
 from __future__ import annotations
@@ -121,6 +126,66 @@ async def run_ablation(
             "locomo_conversations": conversations if locomo else 0}
 
 
+async def run_mixed(
+    call: Call, path: str | Path, locomo_path: str | Path, conversations: int, *, show: bool = False
+) -> dict[str, Any]:
+    """agent-facts and LoCoMo turns in one scope against each in a scope of its own."""
+    from libs.eval import locomo
+    from libs.eval.runner import import_conversation, locomo_scores
+
+    data = agent_facts.load(path)
+    convs = locomo.load(locomo_path)[:conversations]
+    facts_scope, turns_scope, mixed_scope = [await new_scope(call, f"eval-mixed-{name}")
+                                             for name in ("facts", "turns", "both")]
+    by_fact: dict[str, str] = {}
+    for scope in (facts_scope, mixed_scope):
+        by_fact.update(await write_agent_facts(call, scope, data, show))
+    by_turn: list[dict[str, str]] = []  # per conversation: episode id -> dia_id, both scopes
+    for conv in convs:
+        ids = await import_conversation(call, turns_scope, conv, show)
+        ids.update(await import_conversation(call, mixed_scope, conv, show))
+        by_turn.append(ids)
+
+    async def facts_rows(scope: str) -> tuple[list[dict[str, Any]], float]:
+        rows, intruders = [], 0
+        for qid, text, relevant, kind in data.queries:
+            result = await call("retrieval", "query_memory",
+                                {"query": text, "scope": scope, "top_k": agent_facts.RANKING_DEPTH})
+            ranked = [by_fact.get(item["id"], "?") for item in result["results"]]
+            intruders += sum(item["kind"] == "episode" for item in result["results"][:10])
+            rows.append({"query": qid, "kind": kind, **agent_facts.scores(ranked, relevant)})
+        return rows, intruders / len(rows)
+
+    async def turn_rows(scope: str) -> tuple[list[dict[str, Any]], float]:
+        rows, intruders = [], 0
+        for conv, ids in zip(convs, by_turn, strict=True):
+            session_of = {t.dia_id: t.session for t in conv.turns}
+            for qa in conv.questions:
+                result = await call("retrieval", "query_memory", {"query": qa.question, "scope": scope, "top_k": 10})
+                ranked = [ids.get(item["id"], "?") for item in result["results"]]
+                intruders += sum(item["kind"] == "fact" for item in result["results"])
+                rows.append(locomo_scores(ranked, set(qa.evidence), session_of, 10))
+        return rows, intruders / max(len(rows), 1)
+
+    out: dict[str, Any] = {"experiment": "mixed", "conversations": len(convs)}
+    alone, _ = await facts_rows(facts_scope)
+    together, turns_in_top10 = await facts_rows(mixed_scope)
+    out["agent_facts"] = {"alone": _summary(alone), "with_turns": _summary(together),
+                          "mrr_change": _paired(together, alone), "turns_in_top10": round(turns_in_top10, 2)}
+    alone, _ = await turn_rows(turns_scope)
+    together, facts_in_top10 = await turn_rows(mixed_scope)
+    out["locomo"] = {"questions": len(alone), "alone": _locomo_summary(alone), "with_facts": _locomo_summary(together),
+                     "mrr_change": _paired(together, alone), "facts_in_top10": round(facts_in_top10, 2)}
+    if show:
+        sys.stderr.write(f"mixed: agent-facts MRR {out['agent_facts']['alone']['mrr']} alone, "
+                         f"{out['agent_facts']['with_turns']['mrr']} with turns\n")
+    return out
+
+
+def _locomo_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    return {key: round(statistics.fmean(r[key] for r in rows), 4) for key in ("recall", "hit", "mrr", "session")}
+
+
 # -- the command (flags of `echo-memory eval`) ------------------------------------------------
 
 def add_arguments(parser: Any) -> None:
@@ -132,10 +197,13 @@ def add_arguments(parser: Any) -> None:
                         help="each retrieval channel switched off in turn, with bootstrap intervals (throw-away system)")
     parser.add_argument("--ablate-locomo", type=int, default=0, metavar="N",
                         help="with --ablate: also the first N LoCoMo conversations")
+    parser.add_argument("--mixed", type=int, default=0, metavar="N",
+                        help="agent-facts and the first N LoCoMo conversations' turns in one scope, against each "
+                        "alone (throw-away system)")
 
 
 def run(args: Any, datasets: Path, *, use_uvloop: bool = True) -> dict[str, Any]:
-    """Run --sweep and/or --ablate on a throw-away system; returns {"sweep": …, "ablation": …}."""
+    """Run --sweep, --ablate and/or --mixed on a throw-away system; {"sweep": …, "ablation": …, "mixed": …}."""
 
     async def main() -> dict[str, Any]:
         from libs.eval.system import restart_service, stack_call, throwaway_stack
@@ -154,6 +222,9 @@ def run(args: Any, datasets: Path, *, use_uvloop: bool = True) -> dict[str, Any]
                     call, restart, args.dataset, locomo=datasets / "locomo" / "locomo10.json",
                     conversations=args.ablate_locomo, show=True,
                 )
+            if args.mixed:
+                out["mixed"] = await run_mixed(call, args.dataset, datasets / "locomo" / "locomo10.json",
+                                               args.mixed, show=True)
         return out
 
     return eventloop.run(main(), use_uvloop=use_uvloop)
