@@ -127,6 +127,10 @@ def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool) -> 
     only built for rows that matched two terms or more (proximity needs a pair), and the
     query-side columns only on the first row: decoding the same JSON on every row cost the
     service ~1 ms per query at top_k 50.
+
+    Equal BM25 scores (common: short turns that share one query word) are ordered by distance to
+    the query, then id. By id alone, which of them made the `limit` depended on the random ids an
+    import drew, so two imports of the same conversation ranked differently.
     """
     return f"""
 WITH q AS (
@@ -159,7 +163,7 @@ sel AS (
 -- Rank every candidate by BM25 alone, then fetch vectors and positions for the top rows only:
 -- carrying embeddings and building JSON for every candidate dominated the query at 100k rows.
 scored AS (
-    SELECT c.id,
+    SELECT c.id, c.dist,
            sum(idf.idf * (cardinality(u.positions) + (u.positions IS NULL)::int) * ({BM25_K1} + 1)
                / ((cardinality(u.positions) + (u.positions IS NULL)::int)
                   + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * c.tsv_length / greatest(st.avgdl, 1))))
@@ -169,12 +173,12 @@ scored AS (
     CROSS JOIN st
     CROSS JOIN LATERAL unnest(c.tsv) AS u
     JOIN idf ON idf.term = u.lexeme
-    GROUP BY c.id
-    ORDER BY lex DESC, c.id
+    GROUP BY c.id, c.dist
+    ORDER BY lex DESC, c.dist, c.id
     LIMIT %(limit)s
 )
 SELECT s.id::text, s.lex,
-       1 - (t.embedding <=> %(embedding)s) AS cos,
+       1 - s.dist AS cos,
        s.matched,
        (SELECT count(*) FROM idf) AS terms,
        CASE WHEN s.matched >= 2 THEN
@@ -183,9 +187,9 @@ SELECT s.id::text, s.lex,
        CASE WHEN s.first THEN
            (SELECT jsonb_object_agg(q.term, coalesce(q.positions::int[], '{{}}')) FROM q) END AS query_positions,
        CASE WHEN s.first THEN (SELECT jsonb_object_agg(idf.term, idf.idf) FROM idf) END AS idfs
-FROM (SELECT scored.*, row_number() OVER (ORDER BY lex DESC, id) = 1 AS first FROM scored) s
+FROM (SELECT scored.*, row_number() OVER (ORDER BY lex DESC, dist, id) = 1 AS first FROM scored) s
 JOIN {table} t ON t.id = s.id
-ORDER BY s.lex DESC, s.id
+ORDER BY s.lex DESC, s.dist, s.id
 """
 
 
@@ -193,11 +197,12 @@ def _candidates(table: str, alias: str, visible: str, pairs: bool) -> str:
     """The `cand` CTE of `_bm25`: the rows BM25 scores (at most LEXICAL_CANDIDATES)."""
     # The nearest rows by vector: a cosine costs far less than unnesting a tsvector, and less than
     # ts_rank (see LEXICAL_CANDIDATES).
-    nearest = f"""ORDER BY {alias}.embedding <=> %(embedding)s, {alias}.id
+    nearest = f"""ORDER BY dist, {alias}.id
     LIMIT {LEXICAL_CANDIDATES}"""
+    columns = f"{alias}.id, {alias}.tsv, {alias}.tsv_length, {alias}.embedding <=> %(embedding)s AS dist"
     if not pairs:
         return f"""cand AS (
-    SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length
+    SELECT {columns}
     FROM {table} {alias}, sel
     WHERE {visible} AND {alias}.tsv @@ sel.tsq
     {nearest}
@@ -210,7 +215,7 @@ def _candidates(table: str, alias: str, visible: str, pairs: bool) -> str:
     HAVING count(*) = 2 AND (SELECT sel.postings FROM sel) > {LEXICAL_CANDIDATES}
 ),
 cand_pair AS (
-    SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length
+    SELECT {columns}
     FROM {table} {alias}, pair
     WHERE {visible} AND {alias}.tsv @@ pair.tsq
     {nearest}
@@ -218,7 +223,7 @@ cand_pair AS (
 cand AS (
     SELECT * FROM cand_pair
     UNION ALL
-    (SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length
+    (SELECT {columns}
      FROM {table} {alias}, sel
      WHERE NOT EXISTS (SELECT 1 FROM cand_pair) AND {visible} AND {alias}.tsv @@ sel.tsq
      {nearest})
@@ -237,7 +242,7 @@ SELECT {alias}.id::text, ts_rank({alias}.tsv, sel.tsq) AS lex, 1 - ({alias}.embe
        NULL::jsonb AS idfs
 FROM {table} {alias}, sel
 WHERE {visible} AND {alias}.tsv @@ sel.tsq
-ORDER BY lex DESC, {alias}.id
+ORDER BY lex DESC, cos DESC, {alias}.id
 LIMIT %(limit)s
 """
 
