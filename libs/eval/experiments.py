@@ -149,10 +149,9 @@ async def run_mixed(
     async def facts_rows(scope: str) -> tuple[list[dict[str, Any]], float]:
         rows, intruders = [], 0
         for qid, text, relevant, kind in data.queries:
-            result = await call("retrieval", "query_memory",
-                                {"query": text, "scope": scope, "top_k": agent_facts.RANKING_DEPTH})
-            ranked = [by_fact.get(item["id"], "?") for item in result["results"]]
-            intruders += sum(item["kind"] == "episode" for item in result["results"][:10])
+            ranked = await rank_agent_facts(call, scope, text, by_fact)
+            # Every fact in these scopes is a dataset fact, so an id it does not know is a turn.
+            intruders += ranked[:10].count("?")
             rows.append({"query": qid, "kind": kind, **agent_facts.scores(ranked, relevant)})
         return rows, intruders / len(rows)
 
