@@ -131,7 +131,7 @@ async def run_mixed(
 ) -> dict[str, Any]:
     """agent-facts and LoCoMo turns in one scope against each in a scope of its own."""
     from libs.eval import locomo
-    from libs.eval.runner import import_conversation, locomo_scores
+    from libs.eval.runner import ask_locomo, import_conversation, summary
 
     data = agent_facts.load(path)
     convs = locomo.load(locomo_path)[:conversations]
@@ -160,10 +160,9 @@ async def run_mixed(
         for conv, ids in zip(convs, by_turn, strict=True):
             session_of = {t.dia_id: t.session for t in conv.turns}
             for qa in conv.questions:
-                result = await call("retrieval", "query_memory", {"query": qa.question, "scope": scope, "top_k": 10})
-                ranked = [ids.get(item["id"], "?") for item in result["results"]]
-                intruders += sum(item["kind"] == "fact" for item in result["results"])
-                rows.append(locomo_scores(ranked, set(qa.evidence), session_of, 10))
+                answer = await ask_locomo(call, scope, qa, ids, session_of, 10)
+                intruders += sum(item["kind"] == "fact" for item in answer.items)
+                rows.append(answer.scores)
         return rows, intruders / max(len(rows), 1)
 
     out: dict[str, Any] = {"experiment": "mixed", "conversations": len(convs)}
@@ -173,16 +172,12 @@ async def run_mixed(
                           "mrr_change": _paired(together, alone), "turns_in_top10": round(turns_in_top10, 2)}
     alone, _ = await turn_rows(turns_scope)
     together, facts_in_top10 = await turn_rows(mixed_scope)
-    out["locomo"] = {"questions": len(alone), "alone": _locomo_summary(alone), "with_facts": _locomo_summary(together),
+    out["locomo"] = {"questions": len(alone), "alone": summary(alone, ci=False), "with_facts": summary(together, ci=False),
                      "mrr_change": _paired(together, alone), "facts_in_top10": round(facts_in_top10, 2)}
     if show:
         sys.stderr.write(f"mixed: agent-facts MRR {out['agent_facts']['alone']['mrr']} alone, "
                          f"{out['agent_facts']['with_turns']['mrr']} with turns\n")
     return out
-
-
-def _locomo_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
-    return {key: round(statistics.fmean(r[key] for r in rows), 4) for key in ("recall", "hit", "mrr", "session")}
 
 
 # -- the command (flags of `echo-memory eval`) ------------------------------------------------

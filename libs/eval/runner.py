@@ -12,6 +12,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,16 +85,33 @@ async def run_locomo(
         asked = conv.questions[:questions]
         skipped += conv.skipped
         for index, qa in enumerate(asked, start=1):
-            started = time.perf_counter()
-            result = await call("retrieval", "query_memory", {"query": qa.question, "scope": scope, "top_k": k})
-            latencies.append((time.perf_counter() - started) * 1000)
-            ranked = [by_id.get(item["id"], "?") for item in result["results"]]
-            rows.append({"category": locomo.CATEGORIES[qa.category],
-                         **locomo_scores(ranked, set(qa.evidence), session_of, k)})
+            asked_one = await ask_locomo(call, scope, qa, by_id, session_of, k)
+            latencies.append(asked_one.latency_ms)
+            rows.append({"category": locomo.CATEGORIES[qa.category], **asked_one.scores})
             if show and (index % 25 == 0 or index == len(asked)):
                 progress(f"query {conv.sample_id}", index, len(asked))
     return {"dataset": "locomo", "k": k, "questions": len(rows), "skipped_unresolvable": skipped,
-            "overall": _summary(rows), "by_category": _by(rows, "category"), "latency_ms": _latency(latencies)}
+            "overall": summary(rows), "by_category": _by(rows, "category"), "latency_ms": _latency(latencies)}
+
+
+@dataclass
+class LocomoAnswer:
+    """One LoCoMo question asked: its scores, how long the call took, and the items returned."""
+
+    scores: dict[str, float]
+    latency_ms: float
+    items: list[dict[str, Any]]
+
+
+async def ask_locomo(
+    call: Call, scope: str, qa: locomo.Question, by_id: dict[str, str], session_of: dict[str, int], k: int
+) -> LocomoAnswer:
+    """Ask one question in `scope` (top k) and score the answer; ids `by_id` does not map rank as misses."""
+    started = time.perf_counter()
+    result = await call("retrieval", "query_memory", {"query": qa.question, "scope": scope, "top_k": k})
+    latency = (time.perf_counter() - started) * 1000
+    ranked = [by_id.get(item["id"], "?") for item in result["results"]]
+    return LocomoAnswer(locomo_scores(ranked, set(qa.evidence), session_of, k), latency, result["results"])
 
 
 def locomo_scores(ranked: list[str], gold: set[str], session_of: dict[str, int], k: int) -> dict[str, float]:
@@ -140,7 +158,7 @@ async def run_agent_facts(
         same_top10 += ranked[:10] == [by_id.get(item["id"], "?") for item in result["results"]]
         rows.append({"kind": kind, "query": qid, **agent_facts.scores(ranked, relevant)})
     report: dict[str, Any] = {
-        "dataset": "agent-facts", "queries": len(rows), "overall": _summary(rows), "by_kind": _by(rows, "kind"),
+        "dataset": "agent-facts", "queries": len(rows), "overall": summary(rows), "by_kind": _by(rows, "kind"),
         "latency_ms": _latency(latencies), "ranking_depth": agent_facts.RANKING_DEPTH,
         # How many queries' top_k=10 recall is exactly the first 10 of the deeper ranking.
         "top10_same_as_ranking": same_top10, "per_query": rows,
@@ -154,21 +172,22 @@ async def run_agent_facts(
     return report
 
 
-def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+def summary(rows: list[dict[str, Any]], *, ci: bool = True) -> dict[str, Any]:
+    """The mean of every float column of `rows` (4 decimals), its 95% bootstrap interval when `ci`, and n."""
     keys = [k for k in rows[0] if isinstance(rows[0][k], float)] if rows else []
-    out = {k: round(statistics.fmean(r[k] for r in rows), 4) for k in keys}
-    for key in keys:
+    out: dict[str, Any] = {k: round(statistics.fmean(r[k] for r in rows), 4) for k in keys}
+    for key in keys if ci else []:
         low, high = bootstrap_ci([r[key] for r in rows], samples=500)
-        out[f"{key}_ci95"] = [round(low, 4), round(high, 4)]  # type: ignore[assignment]
+        out[f"{key}_ci95"] = [round(low, 4), round(high, 4)]
     out["n"] = len(rows)
     return out
 
 
-def _by(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, float]]:
+def _by(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[row[field]].append(row)
-    return {name: {k: v for k, v in _summary(group).items() if not k.endswith("_ci95")} for name, group in sorted(groups.items())}
+    return {name: summary(group, ci=False) for name, group in sorted(groups.items())}
 
 
 def _latency(values: list[float]) -> dict[str, float]:
