@@ -33,6 +33,9 @@ BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
 HEALTHY_AFTER = 60.0
 LOCK_FILE = "supervisor.lock"
+# The edge's last port (when none is configured): reused while free, so the client line
+# `quickstart` printed once keeps working after a restart.
+EDGE_PORT_FILE = "edge-port"
 
 
 class StartupError(RuntimeError):
@@ -75,12 +78,33 @@ def acquire_lock(home: Path) -> IO[str]:
     return handle
 
 
-def _choose_port(configured: int, what: str, variable: str) -> int:
+def choose_port(
+    configured: int, what: str, variable: str, previous: int | None = None, avoid: frozenset[int] = frozenset()
+) -> int:
+    """The configured port, else `previous` while it is free, else a free port not in `avoid`.
+
+    Raises StartupError when a configured port is taken (a remembered one just gives way).
+    `avoid` holds ports already chosen for this start that nothing listens on yet.
+    """
     if configured == 0:
-        return free_port()
+        if previous is not None and previous not in avoid and not port_in_use(previous):
+            return previous
+        port = free_port()
+        while port in avoid:
+            port = free_port()
+        return port
     if port_in_use(configured):
         raise StartupError(f"port {configured} for {what} is already in use; set {variable} to a free port or 0")
     return configured
+
+
+def remembered_port(path: Path) -> int | None:
+    """The port written at `path` by an earlier run; None when there is none or it is not a port."""
+    try:
+        port = int(path.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    return port if 0 < port < 65536 else None
 
 
 class Supervisor:
@@ -106,10 +130,17 @@ class Supervisor:
             raise
 
     def _start(self) -> State:
-        pg_port = _choose_port(self.settings.pg_port, "Postgres", "ECHO_MEMORY_PG_PORT")
-        nats_port = _choose_port(self.settings.nats_port, "NATS", "ECHO_MEMORY_NATS_PORT")
-        edge_port = _choose_port(self.settings.edge_port, "the MCP edge", "ECHO_MEMORY_EDGE_PORT")
+        # The edge first: a free port picked for Postgres or NATS must not take its remembered one.
+        previous = remembered_port(self.home / EDGE_PORT_FILE)
+        edge_port = choose_port(self.settings.edge_port, "the MCP edge", "ECHO_MEMORY_EDGE_PORT", previous)
+        pg_port = choose_port(self.settings.pg_port, "Postgres", "ECHO_MEMORY_PG_PORT", avoid=frozenset({edge_port}))
+        nats_port = choose_port(self.settings.nats_port, "NATS", "ECHO_MEMORY_NATS_PORT",
+                                 avoid=frozenset({edge_port, pg_port}))
+        if previous is not None and edge_port != previous and self.settings.edge_port == 0:
+            self._say(f"port {previous} of the last run is in use: the MCP edge moves to {edge_port}; "
+                      "update clients that were given the old address")
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        (self.home / EDGE_PORT_FILE).write_text(f"{edge_port}\n")
         self.state = State(
             supervisor_pid=os.getpid(), home=str(self.home), org=self.settings.org,
             started_at=datetime.now(tz=UTC), pg_port=pg_port,

@@ -172,6 +172,7 @@ async def test_ctrl_c_stops_everything_and_a_restart_finds_the_same_data(system:
 
     again = start_quickstart(system.home)
     try:
+        assert again.url == system.url  # the client line printed the first time still points at the edge
         recalled = await call(again.url, again.token, "query_memory", {"query": "when do we ship releases?"})
         assert recalled.structured_content["results"][0]["text"] == WRITE["facts"][0]["fact"]
         old = await call(again.url, system.token, "query_memory", {"query": "x"})  # tokens survive restarts too
