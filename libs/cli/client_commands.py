@@ -124,6 +124,23 @@ def _confirm_and_apply(changes: list, yes: bool) -> int | None:  # type: ignore[
     return 0
 
 
+def _apply_or_revoke(settings: Settings, changes: list, yes: bool, issued: list[str]) -> int:  # type: ignore[type-arg]
+    """Write `changes` on confirmation; when nothing was written, revoke the tokens issued for them.
+
+    Returns 0 when written (or nothing to do), 1 when declined or a file could not be written.
+    """
+    from libs.clients import ConfigError
+
+    try:
+        code = _confirm_and_apply(changes, yes)
+    except ConfigError as exc:
+        code = _err(str(exc))
+    if code and issued:
+        # nothing was written: a token no file holds must not linger
+        eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
+    return code or 0
+
+
 def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
     """Plan, show and write one client's MCP entry and instructions."""
     from libs.cli.connection import NotRunning
@@ -149,20 +166,16 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
                     issued.append(token_id)
         changes = plan_install(client, home, project, conn, token)
     except (ConfigError, EchoError, NotRunning) as exc:
+        if issued:  # planning failed after the token was issued: no file will hold it
+            eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
         return _err(getattr(exc, "message", None) or str(exc))
     print(f"echo-memory: {client.label} → {remote.url if remote else LOCAL_NOTE}"
           + (f" as agent '{client.agent_id}'" if issued else ""))
-    try:
-        code = _confirm_and_apply(changes, args.yes)
-    except ConfigError as exc:
-        code = _err(str(exc))
-    if code and issued:
-        # nothing was written: the new token must not linger
-        eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
+    code = _apply_or_revoke(settings, changes, args.yes, issued)
     if code == 0 and project is not None:
         print(f"echo-memory: the project config reads the token from ${'ECHO_MEMORY_TOKEN'}; create one with "
               f"`echo-memory token create --agent {client.agent_id}` and export it")
-    return code or 0
+    return code
 
 
 def uninstall_cmd(settings: Settings, args: argparse.Namespace) -> int:
@@ -212,13 +225,7 @@ def adopt_cmd(settings: Settings, args: argparse.Namespace) -> int:
         if issued:
             eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
         return _err(getattr(exc, "message", None) or str(exc))
-    try:
-        code = _confirm_and_apply(changes, args.yes)
-    except ConfigError as exc:
-        code = _err(str(exc))
-    if code and issued:
-        eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
-    return code or 0
+    return _apply_or_revoke(settings, changes, args.yes, issued)
 
 
 def connect_cmd(settings: Settings, args: argparse.Namespace) -> int:

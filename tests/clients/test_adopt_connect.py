@@ -163,3 +163,15 @@ async def test_connect_refuses_plain_http_to_another_host_and_non_tokens(
     assert code == 1 and "https" in err
     code, _, err = await _cli(capsys, "connect", "https://memory.example.com/mcp", "sk-not-ours")
     assert code == 1 and "not an Echo Memory token" in err
+
+
+async def test_an_install_that_cannot_plan_revokes_the_token_it_issued(
+    machine: Path, stack: EchoStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = machine / ".cursor" / "mcp.json"
+    broken = '{"mcpServers": {"other": {"command": "x",}}\n'
+    config.write_text(broken)
+    code, _, err = await _cli(capsys, "install", "--for", "cursor")
+    assert code == 1 and "not valid JSON" in err
+    assert config.read_text() == broken
+    assert await _tokens(stack) == []  # the token issued before the plan failed does not linger
