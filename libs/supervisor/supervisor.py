@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import IO
 
 from libs import eventloop
-from libs.config import Settings
 from libs.bus.registry import NAMES
+from libs.config import Settings
 from libs.orgs import register_org
 from libs.store.schema import apply_migrations
 from libs.supervisor.nats import NatsServer
