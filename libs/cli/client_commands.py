@@ -99,6 +99,12 @@ async def _revoke(settings: Settings, token_ids: list[str]) -> None:
         await admin_call(settings, "writes", "token_revoke", {"token_id": token_id})
 
 
+def _revoke_unwritten(settings: Settings, issued: list[str]) -> None:
+    """Revoke the tokens this command issued when no config file ended up holding them (none: no-op)."""
+    if issued:
+        eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
+
+
 def _confirm_and_apply(changes: list, yes: bool) -> int | None:  # type: ignore[type-arg]
     """Show the diff and write on confirmation. Returns 0 (written or nothing to do), 1 (declined)."""
     from libs.clients import apply_changes
@@ -135,9 +141,8 @@ def _apply_or_revoke(settings: Settings, changes: list, yes: bool, issued: list[
         code = _confirm_and_apply(changes, yes)
     except ConfigError as exc:
         code = _err(str(exc))
-    if code and issued:
-        # nothing was written: a token no file holds must not linger
-        eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
+    if code:
+        _revoke_unwritten(settings, issued)  # nothing was written
     return code or 0
 
 
@@ -166,8 +171,7 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
                     issued.append(token_id)
         changes = plan_install(client, home, project, conn, token)
     except (ConfigError, EchoError, NotRunning) as exc:
-        if issued:  # planning failed after the token was issued: no file will hold it
-            eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
+        _revoke_unwritten(settings, issued)  # planning failed after the token was issued
         return _err(getattr(exc, "message", None) or str(exc))
     print(f"echo-memory: {client.label} → {remote.url if remote else LOCAL_NOTE}"
           + (f" as agent '{client.agent_id}'" if issued else ""))
@@ -222,8 +226,7 @@ def adopt_cmd(settings: Settings, args: argparse.Namespace) -> int:
             print(f"echo-memory: {client.label}: agent '{client.agent_id}' ({note})")
             changes += plan_install(client, home, None, conn, token)
     except (ConfigError, EchoError, NotRunning) as exc:
-        if issued:
-            eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
+        _revoke_unwritten(settings, issued)
         return _err(getattr(exc, "message", None) or str(exc))
     return _apply_or_revoke(settings, changes, args.yes, issued)
 
