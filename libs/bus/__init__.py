@@ -1,1 +1,1 @@
-"""NATS plumbing: brokers with tracing, the typed request client, and the service runtime."""
+"""NATS plumbing: brokers with tracing and the typed request client. Imports only contracts, config and telemetry."""

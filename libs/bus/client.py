@@ -45,7 +45,7 @@ class BusClient:
         except (nats.errors.ConnectionClosedError, nats.errors.NoServersError) as exc:
             raise Unavailable("the message bus (NATS) cannot be reached") from exc
         try:
-            reply = Reply.model_validate(await message.decode())
+            reply = Reply.model_validate_json(message.body)
         except ValueError as exc:
             raise Internal(f"the {service} service sent a malformed reply to {verb}") from exc
         if reply.ok and reply.result is not None:

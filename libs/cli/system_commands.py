@@ -36,7 +36,7 @@ def _up(settings: Settings, args: argparse.Namespace, *, quickstart: bool) -> in
 
 
 def _service(settings: Settings, args: argparse.Namespace) -> int:
-    from libs.bus.registry import NAMES, run
+    from libs.service.registry import NAMES, run
 
     if args.name not in NAMES:
         print(f"echo-memory: unknown service '{args.name}'; choose one of {', '.join(NAMES)}", file=sys.stderr)

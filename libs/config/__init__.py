@@ -3,6 +3,6 @@
 Per-org or per-scope values never live here; they come from the org's database.
 """
 
-from libs.config.settings import Settings, Timeouts, default_home, load_settings
+from libs.config.settings import Settings, Timeouts, Workers, default_home, load_settings
 
-__all__ = ["Settings", "Timeouts", "default_home", "load_settings"]
+__all__ = ["Settings", "Timeouts", "Workers", "default_home", "load_settings"]

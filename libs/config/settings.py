@@ -24,6 +24,26 @@ class Timeouts(BaseModel):
     auth: float = Field(3.0, description="token verification at the edge, in seconds")
 
 
+class Workers(BaseModel):
+    """Requests one process of each service handles at once.
+
+    Sized to the connection pool (`db_pool_size`): a request holds one connection for its
+    transaction, and query_memory a second one for its side channels, so retrieval gets half.
+    More workers than connections would only queue on the pool.
+    """
+
+    writes: int = Field(8, ge=1, description="writes verbs at once (writers of one scope still queue on its lock)")
+    retrieval: int = Field(4, ge=1, description="query_memory calls at once (each may hold two connections)")
+    causal: int = Field(8, ge=1, description="trace_cause calls at once")
+    audit: int = Field(4, ge=1, description="audit, why, export and import calls at once")
+    reindex: int = Field(2, ge=1, description="reindex and lexical_status calls at once")
+    consolidation: int = Field(1, ge=1, description="consolidation calls at once")
+
+    def of(self, service: str) -> int:
+        """The worker count of `service`; 1 for a service without a setting."""
+        return int(getattr(self, service, 1))
+
+
 class Settings(BaseSettings):
     """Settings shared by the CLI, the supervisor and every service process."""
 
@@ -41,6 +61,8 @@ class Settings(BaseSettings):
     nats_port: int = Field(0, description="embedded nats-server port; 0 picks a free one")
     token: SecretStr | None = Field(None, description="bearer token the CLI and `echo-memory mcp` use")
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    workers: Workers = Field(default_factory=Workers)
+    db_pool_size: int = Field(8, ge=1, description="Postgres connections per org in each service process")
     log_level: str = Field("WARNING", description="log level of service processes")
     uvloop: bool = Field(True, description="run event loops on uvloop where it is installed (0: asyncio's own)")
 

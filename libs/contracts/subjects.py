@@ -9,43 +9,18 @@ from __future__ import annotations
 
 import re
 
+from libs.contracts.verbs import VERBS
+
 VERSION = "v1"
 PREFIX = f"echo.{VERSION}"
 EVENTS_STREAM = "ECHO_EVENTS"
 ORGS_BUCKET = "echo-orgs"
 
-# Which service answers which verb. Tool names double as verbs.
-SERVICES: dict[str, tuple[str, ...]] = {
-    "writes": (
-        "write_episode",
-        "record_recall_save",
-        "pending_documents",
-        "mark_ingested",
-        "register_documents",
-        "token_create",
-        "token_verify",
-        "token_list",
-        "token_revoke",
-        "scope_create",
-        "status",
-        "import_episodes",
-    ),
-    "retrieval": ("query_memory",),
-    "causal": ("trace_cause",),
-    "audit": ("get_audit_log", "why", "export", "import_stage", "import"),
-    "reindex": ("reindex", "lexical_status"),
-    "consolidation": ("consolidate",),
-}
-
-TOOL_SERVICE: dict[str, str] = {
-    "write_episode": "writes",
-    "query_memory": "retrieval",
-    "record_recall_save": "writes",
-    "pending_documents": "writes",
-    "mark_ingested": "writes",
-    "trace_cause": "causal",
-    "get_audit_log": "audit",
-}
+# Which service answers which verb, derived from the one verb table.
+SERVICES: dict[str, tuple[str, ...]] = {}
+for _verb in VERBS:
+    SERVICES.setdefault(_verb.service, ())
+    SERVICES[_verb.service] += (_verb.name,)
 
 _ORG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 

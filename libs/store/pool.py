@@ -22,7 +22,10 @@ OrgLookup = Callable[[str], Awaitable[str | None]]
 class OrgDatabases:
     """Maps an org to its pool. The default org's URL comes from settings; others from a lookup."""
 
-    def __init__(self, default_org: str, default_url: str | None, lookup: OrgLookup | None = None) -> None:
+    def __init__(
+        self, default_org: str, default_url: str | None, lookup: OrgLookup | None = None, *, max_size: int = 8
+    ) -> None:
+        self._max_size = max_size
         self._urls: dict[str, str] = {default_org: default_url} if default_url else {}
         self._lookup = lookup
         self._pools: dict[str, AsyncConnectionPool] = {}
@@ -41,7 +44,7 @@ class OrgDatabases:
             if url is None:
                 raise NotFound(f"org '{org}' is not registered with this deployment")
             pool = AsyncConnectionPool(
-                url, min_size=1, max_size=8, configure=register_vector_async, open=False, timeout=10
+                url, min_size=1, max_size=self._max_size, configure=register_vector_async, open=False, timeout=10
             )
             try:
                 await pool.open(wait=True, timeout=10)
@@ -57,11 +60,10 @@ class OrgDatabases:
     async def transaction(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
         """A connection inside one transaction: everything commits together or not at all."""
         pool = await self.pool(org)
-        try:
-            async with pool.connection() as conn, conn.transaction():
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise Unavailable(f"the database of org '{org}' failed mid-request: {type(exc).__name__}") from exc
+        # Database errors pass through as they are: the service runtime's error seam tells a
+        # conflict (retry the same call) from an outage.
+        async with pool.connection() as conn, conn.transaction():
+            yield conn
 
     @asynccontextmanager
     async def reader(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
@@ -71,11 +73,8 @@ class OrgDatabases:
         must never write: writes belong to the request's one transaction (`transaction`).
         """
         pool = await self.pool(org)
-        try:
-            async with pool.connection() as conn:
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise Unavailable(f"the database of org '{org}' failed mid-request: {type(exc).__name__}") from exc
+        async with pool.connection() as conn:
+            yield conn
 
     async def close(self) -> None:
         for pool in self._pools.values():

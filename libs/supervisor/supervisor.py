@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from libs import eventloop
-from libs.bus.registry import NAMES
+from libs.service.registry import NAMES
 from libs.config import Settings
 from libs.orgs import register_org
 from libs.store.schema import apply_migrations

@@ -7,7 +7,7 @@ drive the system through the real MCP client and still read the spans it produce
 import tempfile
 from pathlib import Path
 
-from libs.testing.stack import EchoStack, mcp_http_client
+from libs.testing.stack import EchoStack, mcp_http_client, tool_error
 
 
 def server_dir(prefix: str) -> Path:

@@ -14,13 +14,23 @@ from pydantic import SecretStr
 
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
-from libs.bus.registry import SERVICES
-from libs.bus.service import RunningService, start_service
+from libs.service.registry import SERVICES
+from libs.service.runner import RunningService, start_service
 from libs.config import Settings
 from libs.contracts.bus import Caller
 from libs.embed import MiniLM
 from libs.store import admin
 from libs.supervisor.ports import free_port
+
+
+ERROR_META_KEY = "echo-memory/error"  # where the edge puts a tool error's code, message and retryable
+
+
+def tool_error(result: Any) -> dict[str, Any]:
+    """The typed error of an MCP tool result (`_meta`), as a dict; AssertionError if it is a success."""
+    meta = getattr(result, "meta", None) or {}
+    assert result.is_error and ERROR_META_KEY in meta, f"expected a tool error, got {result!r}"
+    return dict(meta[ERROR_META_KEY])
 
 
 @asynccontextmanager
@@ -81,7 +91,7 @@ class EchoStack:
         info = next(s for s in SERVICES if s.name == name)
         module = importlib.import_module(info.module)
         self.running[name] = await start_service(
-            name, module.build_router, self.settings, embedder=self.embedder if info.embedder else None
+            name, module.routes, self.settings, embedder=self.embedder if info.embedder else None
         )
 
     async def stop(self, name: str) -> None:

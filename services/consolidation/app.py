@@ -1,11 +1,18 @@
 """Consolidation is not built yet: the service runs and answers with a typed `not_built` error."""
 
-from faststream.nats import NatsRouter
+from __future__ import annotations
 
-from libs.bus.service import ServiceContext, not_built_router
+from pydantic import BaseModel
 
-SERVICE = "consolidation"
+from libs.contracts.errors import NotBuilt
+from libs.service.context import RequestContext, ServiceContext
+from libs.service.routes import Route
 
 
-def build_router(ctx: ServiceContext) -> NatsRouter:
-    return not_built_router(SERVICE, ("consolidate",), "no issue filed yet")
+def routes(ctx: ServiceContext) -> list[Route]:
+    return [Route("consolidate", handle_consolidate)]
+
+
+async def handle_consolidate(rc: RequestContext, args: BaseModel) -> BaseModel:
+    """Always raises `not_built`: tiers, temperature and summaries are not implemented."""
+    raise NotBuilt("consolidate is not built yet; the consolidation service has no implementation")

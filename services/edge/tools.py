@@ -20,7 +20,6 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import BaseModel, ConfigDict
 
 from libs.bus.client import BusClient
-from libs.bus.service import parse_args
 from libs.config import Timeouts
 from libs.contracts.audit import GetAuditLogInput, GetAuditLogResult
 from libs.contracts.bus import Caller
@@ -34,8 +33,9 @@ from libs.contracts.documents import (
     RecordRecallSaveResult,
 )
 from libs.contracts.errors import EchoError, ErrorInfo
+from libs.contracts.parsing import parse_args
 from libs.contracts.query import QueryMemoryInput, QueryMemoryResult
-from libs.contracts.subjects import TOOL_SERVICE
+from libs.contracts.verbs import Verb, verb
 from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from services.edge import instructions
 from services.edge.limits import RateLimiter, cap_max_tokens
@@ -70,28 +70,33 @@ def rate_key(caller: Caller) -> str:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    name: str
-    input_model: type[BaseModel]
-    output_model: type[BaseModel]
+    """A tool: the bus verb it calls (its service, models and time-out) and what clients are told."""
+
+    verb: Verb
     description: str
-    timeout: str  # a field of Timeouts
     read_only: bool
+
+    @property
+    def name(self) -> str:
+        return self.verb.name
+
+    @property
+    def input_model(self) -> type[BaseModel]:
+        return self.verb.input
+
+    @property
+    def output_model(self) -> type[BaseModel]:
+        return self.verb.output
 
 
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("write_episode", WriteEpisodeInput, WriteEpisodeResult, instructions.WRITE_EPISODE, "write", False),
-    ToolSpec("query_memory", QueryMemoryInput, QueryMemoryResult, instructions.QUERY_MEMORY, "read", True),
-    ToolSpec(
-        "record_recall_save", RecordRecallSaveInput, RecordRecallSaveResult, instructions.RECORD_RECALL_SAVE,
-        "write", False,
-    ),
-    ToolSpec(
-        "pending_documents", PendingDocumentsInput, PendingDocumentsResult, instructions.PENDING_DOCUMENTS,
-        "read", True,
-    ),
-    ToolSpec("mark_ingested", MarkIngestedInput, MarkIngestedResult, instructions.MARK_INGESTED, "write", False),
-    ToolSpec("trace_cause", TraceCauseInput, TraceCauseResult, instructions.TRACE_CAUSE, "read", True),
-    ToolSpec("get_audit_log", GetAuditLogInput, GetAuditLogResult, instructions.GET_AUDIT_LOG, "read", True),
+    ToolSpec(verb("writes", "write_episode"), instructions.WRITE_EPISODE, read_only=False),
+    ToolSpec(verb("retrieval", "query_memory"), instructions.QUERY_MEMORY, read_only=True),
+    ToolSpec(verb("writes", "record_recall_save"), instructions.RECORD_RECALL_SAVE, read_only=False),
+    ToolSpec(verb("writes", "pending_documents"), instructions.PENDING_DOCUMENTS, read_only=True),
+    ToolSpec(verb("writes", "mark_ingested"), instructions.MARK_INGESTED, read_only=False),
+    ToolSpec(verb("causal", "trace_cause"), instructions.TRACE_CAUSE, read_only=True),
+    ToolSpec(verb("audit", "get_audit_log"), instructions.GET_AUDIT_LOG, read_only=True),
 )
 
 
@@ -104,16 +109,34 @@ class _RawArguments(ArgModelBase):
         return dict(self.model_extra or {})
 
 
-def error_result(error: EchoError) -> mcp_types.CallToolResult:
+ERROR_META_KEY = "echo-memory/error"
+
+
+def error_result(error: EchoError, spec: ToolSpec | None = None) -> mcp_types.CallToolResult:
+    """A tool error: the code, message and `retryable` as text and in `_meta`.
+
+    Structured content must match the tool's output schema, so only write_episode carries it: its
+    result shape has room for a refusal (`stored: false`, `not_stored: "refused"`, `error`).
+    """
     info = error.to_info()
-    return _error_from_info(info, {"error": info.model_dump(mode="json")})
-
-
-def _error_from_info(info: ErrorInfo, structured: dict[str, Any]) -> mcp_types.CallToolResult:
     text = f"{info.code}: {info.message} (retryable: {str(info.retryable).lower()})"
+    structured = None
+    if spec is not None and spec.output_model is WriteEpisodeResult:
+        refusal = WriteEpisodeResult(stored=False, not_stored="refused", retryable=info.retryable, error=info)
+        structured = refusal.model_dump(mode="json")
     return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=text)], structured_content=structured, is_error=True
+        content=[mcp_types.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=True,
+        _meta={ERROR_META_KEY: info.model_dump(mode="json")},
     )
+
+
+def error_info(result: mcp_types.CallToolResult) -> ErrorInfo | None:
+    """The typed error of a tool result, or None for a success."""
+    meta = result.meta or {}
+    raw = meta.get(ERROR_META_KEY)
+    return ErrorInfo.model_validate(raw) if raw else None
 
 
 def client_name(ctx: Context) -> str | None:
@@ -130,17 +153,15 @@ def client_name(ctx: Context) -> str | None:
 def _make_tool(  # type: ignore[no-untyped-def]
     spec: ToolSpec, bus: BusClient, timeouts: Timeouts, caller_of: CallerSource, guards: EdgeGuards
 ):
-    service = TOOL_SERVICE[spec.name]
-    timeout = float(getattr(timeouts, spec.timeout))
+    service = spec.verb.service
+    timeout = float(getattr(timeouts, spec.verb.timeout))
     limits = guards.settings
 
     async def tool(ctx: Context, **arguments: Any) -> mcp_types.CallToolResult:
         started = time.monotonic()
         result = await _call(ctx, arguments)
-        outcome = "ok"
-        if result.is_error and isinstance(result.structured_content, dict):
-            error = result.structured_content.get("error") or {}
-            outcome = str(error.get("code", "error"))
+        error = error_info(result)
+        outcome = error.code if error is not None else "ok"
         guards.metrics.record(spec.name, outcome, time.monotonic() - started)
         return result
 
@@ -150,7 +171,7 @@ def _make_tool(  # type: ignore[no-untyped-def]
             assert guards.limiter is not None
             guards.limiter.check(rate_key(caller))
             if spec.name == "query_memory":
-                # Result size is bounded here, whatever the caller asks (issue 6).
+                # Result size is bounded here, whatever the caller asks.
                 arguments = cap_max_tokens(arguments, limits.default_max_tokens, limits.max_result_tokens)
             args = parse_args(spec.input_model, strip_delimiters(arguments))
             result = await bus.call(
@@ -161,12 +182,7 @@ def _make_tool(  # type: ignore[no-untyped-def]
                 timeout=timeout,
             )
         except EchoError as exc:
-            if spec.output_model is WriteEpisodeResult:
-                # write_episode answers with its full shape even when it fails.
-                info = exc.to_info()
-                body = WriteEpisodeResult(stored=False, not_stored="refused", retryable=info.retryable, error=info)
-                return _error_from_info(info, body.model_dump(mode="json"))
-            return error_result(exc)
+            return error_result(exc, spec)
         return _success(spec, result)
 
     tool.__name__ = spec.name
@@ -175,9 +191,6 @@ def _make_tool(  # type: ignore[no-untyped-def]
 
 
 def _success(spec: ToolSpec, result: dict[str, Any]) -> mcp_types.CallToolResult:
-    error = result.get("error")
-    if error:  # a write that was refused carries its reason in the result itself
-        return _error_from_info(ErrorInfo.model_validate(error), result)
     text = render_recall(result) if spec.name == "query_memory" else _json_text(spec, result)
     return mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text=text)], structured_content=result, is_error=False

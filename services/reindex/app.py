@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from functools import partial
-
-from faststream.nats import NatsRouter
-
-from libs.bus.service import Route, ServiceContext, route_router
-from libs.contracts.reindex import LexicalStatusInput, ReindexInput
+from libs.contracts.reindex import LexicalStatusInput, LexicalStatusResult, ReindexInput, ReindexResult
+from libs.service.context import RequestContext, ServiceContext
+from libs.service.routes import Route
 from services.reindex.rebuild import lexical_status, reindex
 
-SERVICE = "reindex"
+
+def routes(ctx: ServiceContext) -> list[Route]:
+    ctx.model()  # reindex re-embeds: refuse to start without the model
+    return [Route("reindex", handle_reindex), Route("lexical_status", handle_lexical_status)]
 
 
-def build_router(ctx: ServiceContext) -> NatsRouter:
-    assert ctx.embedder is not None, "reindex re-embeds, so it is started with the model"
-    return route_router(
-        ctx,
-        SERVICE,
-        [
-            Route("reindex", ReindexInput, partial(reindex, embedder=ctx.embedder)),
-            Route("lexical_status", LexicalStatusInput, partial(lexical_status, model=ctx.embedder.name)),
-        ],
-    )
+async def handle_reindex(rc: RequestContext, args: ReindexInput) -> ReindexResult:
+    """Embeddings and lexical statistics rebuilt for the requested scopes."""
+    return await reindex(rc.conn, rc.caller, args, embedder=rc.embedder)
+
+
+async def handle_lexical_status(rc: RequestContext, args: LexicalStatusInput) -> LexicalStatusResult:
+    """How fresh the lexical statistics and embeddings are, against this process's model."""
+    return await lexical_status(rc.conn, rc.caller, args, model=rc.embedder.name)

@@ -1,32 +1,20 @@
-"""The retrieval service's subscribers: query_memory (with its read log) and lexical status."""
+"""The retrieval service's route: query_memory, with its read log in the request's transaction."""
 
 from __future__ import annotations
 
-from functools import partial
-
-from faststream import Path
-from faststream.nats import NatsRouter
-
-from libs.bus.service import ServiceContext
-from libs.contracts.bus import Reply, Request
-from libs.contracts.query import QueryMemoryInput
-from libs.contracts.subjects import queue_group, subscribe_pattern
+from libs.contracts.query import QueryMemoryInput, QueryMemoryResult
+from libs.service.context import RequestContext, ServiceContext
+from libs.service.routes import Route
 from services.retrieval.search import query_memory
 from services.retrieval.settings import RetrievalSettings
 
-SERVICE = "retrieval"
 
+def routes(ctx: ServiceContext) -> list[Route]:
+    ctx.model()  # queries are embedded: refuse to start without the model
+    settings = RetrievalSettings()  # read once, at start (ECHO_MEMORY_LEXICAL_BM25, fusion weights)
 
-def build_router(ctx: ServiceContext) -> NatsRouter:
-    router = NatsRouter()
-    settings = RetrievalSettings()  # read once per process (ECHO_MEMORY_LEXICAL_BM25, weights)
+    async def handle_query_memory(rc: RequestContext, args: QueryMemoryInput) -> QueryMemoryResult:
+        """Ranked facts (and evidence) for the query; the side channels run on a second connection."""
+        return await query_memory(rc.conn, rc.caller, args, rc.embedder, settings=settings, side=rc.reader)
 
-    @router.subscriber(subscribe_pattern(SERVICE, "query_memory"), queue=queue_group(SERVICE))
-    async def on_query_memory(request: Request, org: str = Path()) -> Reply:
-        assert ctx.embedder is not None
-        return await ctx.handle(
-            org, request, QueryMemoryInput,
-            partial(query_memory, embedder=ctx.embedder, settings=settings, side=partial(ctx.databases.reader, org)),
-        )
-
-    return router
+    return [Route("query_memory", handle_query_memory)]

@@ -23,9 +23,9 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 from nats.js.errors import BadRequestError, NotFoundError
 
-from libs.bus.service import ServiceContext
 from libs.contracts.bus import Event
-from libs.contracts.errors import EchoError
+from libs.service.context import ServiceContext
+from libs.service.errors import as_echo_error
 from libs.contracts.subjects import EVENTS_STREAM, PREFIX, event_subject
 
 log = logging.getLogger(__name__)
@@ -97,10 +97,8 @@ class OutboxRelay:
     async def _pass_logged(self, org: str) -> None:
         try:
             await self.relay_org(org)
-        except EchoError as exc:  # database down or org unknown: the timer tries again
-            log.warning("outbox relay for org %s: %s", org, exc.message)
-        except Exception:
-            log.exception("outbox relay for org %s failed", org)
+        except Exception as exc:  # database down or org unknown: the timer tries again (bugs are logged in full)
+            log.warning("outbox relay for org %s: %s", org, as_echo_error(exc, self.ctx.name).message)
 
     async def relay_org(self, org: str) -> int:
         """Publish every unpublished outbox row of `org`; returns how many were published."""

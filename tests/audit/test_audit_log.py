@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from libs.testing.stack import tool_error
 from datetime import datetime
 from typing import Any
 
@@ -147,7 +148,7 @@ async def test_a_caller_sees_only_audit_rows_of_scopes_it_may_read(stack: EchoSt
     assert {e["scope"] for e in team_only["entries"]} == {"team-a"} and team_only["scopes"] == ["team-a"]
     assert {e["scope"] for e in solo_only["entries"]} == {"solo"}
     assert {e["scope"] for e in theirs["entries"]} == {"shared"} and {e["agent_id"] for e in theirs["entries"]} == {"cursor"}
-    assert denied.is_error and denied.structured_content["error"]["code"] == "scope_denied"
+    assert denied.is_error and tool_error(denied)["code"] == "scope_denied"
     assert their_solo["entries"] == []
 
 
@@ -171,8 +172,8 @@ async def test_bad_filters_are_refused_with_typed_errors(stack: EchoStack) -> No
         for arguments, fragment in HOSTILE:
             result = await c.call_tool("get_audit_log", arguments)
             assert result.is_error, arguments
-            error = result.structured_content["error"]
+            error = tool_error(result)
             assert (error["code"], error["retryable"]) == ("invalid_argument", False), (arguments, error)
             assert fragment in error["message"], (arguments, error)
         missing = await c.call_tool("get_audit_log", {"scope": "team-nope"})
-    assert missing.structured_content["error"]["code"] == "scope_denied"
+    assert tool_error(missing)["code"] == "scope_denied"

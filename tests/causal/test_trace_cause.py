@@ -6,6 +6,7 @@ Every fact is written through write_episode by real agents over HTTP; nothing is
 from __future__ import annotations
 
 import time
+from libs.testing.stack import tool_error
 from typing import Any
 
 from mcp import Client
@@ -224,7 +225,7 @@ async def test_hostile_arguments_get_typed_errors(stack: EchoStack) -> None:
         for arguments, code, fragment in HOSTILE:
             result = await client.call_tool("trace_cause", arguments)
             assert result.is_error, arguments
-            error = result.structured_content["error"]
+            error = tool_error(result)
             assert (error["code"], error["retryable"]) == (code, False), (arguments, error)
             assert fragment in error["message"], (arguments, error)
 
@@ -232,7 +233,7 @@ async def test_hostile_arguments_get_typed_errors(stack: EchoStack) -> None:
 async def test_a_named_scope_the_token_grants_but_that_does_not_exist_is_not_found(stack: EchoStack) -> None:
     async with stack.client(stack.issue_token("claude-code", read=["shared", "team-ghost"])) as client:
         result = await client.call_tool("trace_cause", {"topic": "x", "scope": "team-ghost"})
-    assert result.is_error and result.structured_content["error"]["code"] == "not_found"
+    assert result.is_error and tool_error(result)["code"] == "not_found"
 
 
 async def test_a_solo_scope_is_traced_only_for_its_owner(stack: EchoStack) -> None:

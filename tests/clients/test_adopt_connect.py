@@ -13,6 +13,7 @@ import os
 import stat
 import sys
 import tomllib
+from libs.testing.stack import tool_error
 from pathlib import Path
 
 import httpx2
@@ -145,7 +146,7 @@ async def test_connect_points_clients_at_a_remote_edge_and_back(
         refused = await client.call_tool("query_memory", {"query": "x", "top_k": 0})
     assert len(tools) == 7
     assert not result.is_error and result.content[0].text.startswith("<echo-memory-recall>")
-    assert refused.is_error and refused.structured_content["error"]["code"] == "invalid_argument"
+    assert refused.is_error and tool_error(refused)["code"] == "invalid_argument"
 
     code, out, _ = await _cli(capsys, "connect", "--local")
     assert code == 0 and not saved.exists()

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from libs.testing.stack import tool_error
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,7 +144,7 @@ async def test_a_killed_service_gives_a_retryable_error_then_is_restarted(system
     started = time.monotonic()
     result = await call(system.url, system.token, "query_memory", {"query": "release day"})
     assert result.is_error
-    assert result.structured_content["error"]["retryable"] is True
+    assert tool_error(result)["retryable"] is True
     assert time.monotonic() - started < 6.5
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -7,6 +7,7 @@ import uuid
 
 import httpx2
 import psycopg
+from libs.testing.stack import tool_error
 from edge_support import extra_edge, mcp_client
 
 from libs.orgs import register_org, unregister_org
@@ -69,10 +70,10 @@ async def test_a_scope_the_token_does_not_grant_is_a_typed_error_naming_the_scop
         own = await client.call_tool("write_episode", {**FACT, "scope": "solo"})
     assert written.is_error
     assert written.structured_content["stored"] is False
-    assert written.structured_content["error"]["code"] == "scope_denied"
-    assert "'shared'" in written.structured_content["error"]["message"]
-    assert read.is_error and read.structured_content["error"]["code"] == "scope_denied"
-    assert "'shared'" in read.structured_content["error"]["message"]
+    assert tool_error(written)["code"] == "scope_denied"
+    assert "'shared'" in tool_error(written)["message"]
+    assert read.is_error and tool_error(read)["code"] == "scope_denied"
+    assert "'shared'" in tool_error(read)["message"]
     assert not own.is_error and own.structured_content["stored"] is True
 
 
@@ -81,8 +82,8 @@ async def test_the_agent_id_on_a_fact_comes_from_the_token_not_the_arguments(sta
         spoofed = await client.call_tool("write_episode", {**FACT, "agent_id": "claude-code"})
         written = await client.call_tool("write_episode", FACT)
         recalled = await client.call_tool("query_memory", {"query": "where are invoices stored?"})
-    assert spoofed.is_error and spoofed.structured_content["error"]["code"] == "invalid_argument"
-    assert "agent_id" in spoofed.structured_content["error"]["message"]
+    assert spoofed.is_error and tool_error(spoofed)["code"] == "invalid_argument"
+    assert "agent_id" in tool_error(spoofed)["message"]
     assert not written.is_error
     agents = {item["provenance"]["agent_id"] for item in recalled.structured_content["results"]}
     assert agents == {"cursor"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx2
+from libs.testing.stack import tool_error
 from edge_support import extra_edge, mcp_client
 
 from libs.config import Settings
@@ -32,7 +33,7 @@ async def test_a_token_past_its_rate_gets_rate_limited_with_retry_after_and_othe
             unaffected = await client.call_tool("query_memory", {"query": "deploys"})
         metrics = edge.guards.metrics.render()
     assert [r.is_error for r in results] == [False, False, False, True]
-    error = results[3].structured_content["error"]
+    error = tool_error(results[3])
     assert error["code"] == "rate_limited" and error["retryable"] is True
     assert 5 < error["retry_after"] <= 10.5  # one call per 10 s at 6 a minute
     assert "rate_limited" in results[3].content[0].text

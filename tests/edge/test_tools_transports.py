@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from libs.testing.stack import tool_error
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -74,7 +75,7 @@ async def _exercise_every_tool(client: Client, agent: str) -> dict[str, str]:
     for name, arguments in calls.items():
         result = await client.call_tool(name, arguments)
         if result.is_error:
-            error = result.structured_content["error"]
+            error = tool_error(result)
             assert error["code"] in ACCEPTED_ERRORS[name], (name, error)
             assert error["message"] and error["retryable"] is False
             outcomes[name] = error["code"]

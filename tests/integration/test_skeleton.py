@@ -7,6 +7,7 @@ import time
 import httpx2
 import pytest
 
+from libs.testing.stack import tool_error
 from libs.testing import EchoStack
 
 FACT = {
@@ -78,7 +79,7 @@ async def test_a_stopped_service_gives_a_retryable_error_within_the_timeout(stac
         result = await client.call_tool("query_memory", {"query": "anything"})
         elapsed = time.monotonic() - started
     assert result.is_error
-    error = result.structured_content["error"]
+    error = tool_error(result)
     assert error["retryable"] is True
     assert error["code"] in ("unavailable", "bus_timeout")
     assert "retrieval" in error["message"]
@@ -108,7 +109,7 @@ async def test_bad_query_arguments_are_refused_typed(stack: EchoStack, arguments
     async with stack.client(stack.issue_token("codex")) as client:
         result = await client.call_tool("query_memory", arguments)
     assert result.is_error
-    error = result.structured_content["error"]
+    error = tool_error(result)
     assert error["code"] == "invalid_argument" and error["retryable"] is False
     assert fragment in error["message"]
 

@@ -8,6 +8,7 @@ import time
 import psycopg
 import pytest
 
+from libs.testing.stack import tool_error
 from libs.testing import EchoStack
 
 
@@ -49,7 +50,7 @@ async def test_bad_input_is_a_typed_error_never_clamped(stack: EchoStack, args: 
     async with stack.client(stack.issue_token("cursor")) as client:
         result = await client.call_tool("query_memory", args)
     assert result.is_error
-    error = result.structured_content["error"]
+    error = tool_error(result)
     assert error["code"] == "invalid_argument"
     assert fragment in error["message"]
 
@@ -97,7 +98,7 @@ async def test_two_scopes_with_near_identical_facts_never_leak(stack: EchoStack)
     async with stack.client(token) as client:
         denied = await client.call_tool("query_memory", {"query": "sessions", "scope": "team-a"})
         mine = await client.call_tool("query_memory", {"query": "sessions", "scope": "team-b"})
-    assert denied.is_error and denied.structured_content["error"]["code"] == "scope_denied"
+    assert denied.is_error and tool_error(denied)["code"] == "scope_denied"
     assert [r["id"] for r in mine.structured_content["results"]] == [b]
 
 

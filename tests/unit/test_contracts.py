@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from libs.contracts import errors
-from libs.contracts.subjects import TOOL_SERVICE, SERVICES, request_subject, subscribe_pattern
+from libs.contracts.subjects import SERVICES, request_subject, subscribe_pattern
+from libs.contracts.verbs import VERBS
 from libs.store.tokens import hash_token, mint, org_of
 
 
@@ -20,10 +21,13 @@ def test_org_names_that_would_break_a_subject_are_refused(org: str) -> None:
         request_subject(org, "writes", "write_episode")
 
 
-def test_every_tool_is_answered_by_exactly_the_service_that_owns_it() -> None:
-    assert len(TOOL_SERVICE) == 7
-    for tool, service in TOOL_SERVICE.items():
-        assert tool in SERVICES[service]
+def test_the_subject_table_is_the_verb_table() -> None:
+    assert sum(len(verbs) for verbs in SERVICES.values()) == len(VERBS)
+    assert len({(v.service, v.name) for v in VERBS}) == len(VERBS)
+    for v in VERBS:
+        assert request_subject("acme", v.service, v.name) == f"echo.v1.acme.{v.service}.{v.name}"
+    with pytest.raises(ValueError):
+        request_subject("acme", "writes", "query_memory")  # a verb of another service
 
 
 def test_tokens_name_their_org_and_are_stored_only_as_a_hash() -> None:

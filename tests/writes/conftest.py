@@ -11,7 +11,12 @@ import pytest
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.contracts.bus import Caller
+from libs.contracts.errors import EchoError
+from libs.testing.stack import tool_error
 from libs.testing import EchoStack
+from services.edge.tools import TOOLS, error_result
+
+WRITE_EPISODE = next(spec for spec in TOOLS if spec.name == "write_episode")
 
 TABLES = (
     "entities", "entity_aliases", "episodes", "facts", "audit_log", "outbox", "idempotency",
@@ -36,10 +41,12 @@ PAYMENTS = episode(
 
 
 async def call(client: Any, tool: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-    """(is_error, structured content) of one MCP tool call."""
+    """(is_error, structured content) of one MCP tool call; an error's typed `error` is always in it."""
     result = await client.call_tool(tool, args)
+    if result.is_error:
+        return True, {**(result.structured_content or {}), "error": tool_error(result)}
     assert result.structured_content is not None, result.content
-    return bool(result.is_error), dict(result.structured_content)
+    return False, dict(result.structured_content)
 
 
 COUNT_ALL = "SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in TABLES)
@@ -68,7 +75,13 @@ class Bus:
         self.org = org
 
     async def write(self, args: dict[str, Any], agent: str = "fuzzer", **caller: Any) -> dict[str, Any]:
-        return await self.verb("write_episode", args, agent, **caller)
+        """write_episode's result as an MCP client sees it: a refusal in the tool's result shape (the edge's own code)."""
+        try:
+            return await self.verb("write_episode", args, agent, **caller)
+        except EchoError as exc:
+            refusal = error_result(exc, WRITE_EPISODE).structured_content
+            assert refusal is not None
+            return dict(refusal)
 
     async def verb(self, verb: str, args: dict[str, Any], agent: str = "fuzzer", **caller: Any) -> dict[str, Any]:
         who = Caller(org=self.org, agent_id=agent, read_scopes=caller.get("read", ["shared", "solo"]),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from libs.bus.service import start_service
+from libs.service.runner import start_service
 from libs.testing import EchoStack
-from services.writes.app import build_router
+from services.writes.app import routes
 from tests.writes.conftest import PAYMENTS, RESULT_KEYS, Bus, counts, episode, fact, sql
 
 THREE_FACTS = episode(
@@ -27,7 +27,7 @@ async def test_a_statement_failing_after_other_inserts_leaves_nothing_behind(sta
     result = await bus.write(THREE_FACTS)
     assert set(result) == RESULT_KEYS
     assert result["not_stored"] == "refused" and result["error"]["code"] == "internal"
-    assert "nothing was stored" in result["error"]["message"]
+    assert "nothing was changed" in result["error"]["message"]
     assert sum((await counts(stack.database_url)).values()) == 0
 
 
@@ -50,7 +50,7 @@ async def test_a_failure_at_commit_leaves_nothing_behind(stack: EchoStack, bus: 
 
 async def test_many_concurrent_writers_on_one_key_leave_exactly_one_active_edge(stack: EchoStack, bus: Bus) -> None:
     # Three replicas in one queue group, each handling several requests at once.
-    extra = [await start_service("writes", build_router, stack.settings, embedder=stack.embedder) for _ in range(2)]
+    extra = [await start_service("writes", routes, stack.settings, embedder=stack.embedder) for _ in range(2)]
     try:
         claims = [
             episode([("Payments service", "service"), ("Stripe", "vendor")],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from libs.testing.stack import tool_error
 from libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, RESULT_KEYS, call, counts, episode, fact, sql
 
@@ -134,5 +135,5 @@ async def test_a_secret_is_named_by_kind_and_never_echoed(stack: EchoStack) -> N
         result = await client.call_tool("write_episode", episode(
             [("Bot", "agent"), ("GitHub", "vendor")], [fact("Bot", "GitHub", "authenticates to", f"Bot uses {secret}.")]))
     assert result.is_error
-    assert "a GitHub token" in result.structured_content["error"]["message"]
+    assert "a GitHub token" in tool_error(result)["message"]
     assert secret not in str(result.structured_content) and secret not in result.content[0].text

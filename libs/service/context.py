@@ -1,0 +1,65 @@
+"""What a service process holds (`ServiceContext`) and what one request sees (`RequestContext`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from faststream.nats import NatsBroker
+
+from libs.config import Settings
+from libs.contracts.bus import Caller
+from libs.contracts.errors import Internal
+from libs.store.pool import OrgDatabases
+
+if TYPE_CHECKING:  # the model runtime is loaded only by services that embed
+    from libs.embed import MiniLM
+
+
+@dataclass
+class ServiceContext:
+    """Built once per process and handed to the service's `routes(ctx)`.
+
+    `on_start`, when a service sets it, runs as the process's background task once subscribed
+    (the writes service's outbox relay); it is cancelled at stop.
+    """
+
+    name: str
+    settings: Settings
+    broker: NatsBroker
+    databases: OrgDatabases
+    embedder: MiniLM | None = None
+    on_start: Callable[[], Awaitable[None]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # objects a service keeps by name (its outbox relay)
+
+    def model(self) -> MiniLM:
+        """The embedding model; `Internal` when this service was started without one."""
+        if self.embedder is None:
+            raise Internal(f"the {self.name} service was started without its embedding model")
+        return self.embedder
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """One request: its org and caller, the connection of its one transaction, and the process's parts."""
+
+    org: str
+    caller: Caller
+    conn: psycopg.AsyncConnection
+    service: ServiceContext = field(repr=False)
+
+    @property
+    def settings(self) -> Settings:
+        return self.service.settings
+
+    @property
+    def embedder(self) -> MiniLM:
+        """The process's embedding model; `Internal` when the service has none."""
+        return self.service.model()
+
+    def reader(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection]:
+        """A second connection that sees committed data, for reads beside the transaction; never write on it."""
+        return self.service.databases.reader(self.org)

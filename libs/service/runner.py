@@ -1,0 +1,111 @@
+"""Start a service: check the schema, connect, subscribe every route, serve until told to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import nats
+import psycopg
+
+from libs import eventloop
+from libs.bus.broker import make_broker
+from libs.config import Settings
+from libs.contracts.errors import SchemaTooNew, SchemaTooOld
+from libs.orgs import lookup_org
+from libs.service.context import ServiceContext
+from libs.service.routes import Route, build_router
+from libs.store.pool import OrgDatabases
+from libs.store.schema import check_version, schema_version
+from libs.telemetry import setup_tracing
+
+if TYPE_CHECKING:
+    from libs.embed import MiniLM
+
+log = logging.getLogger(__name__)
+
+RoutesFactory = Callable[[ServiceContext], list[Route]]
+
+EXIT_SCHEMA = 3
+
+
+@dataclass
+class RunningService:
+    """A service subscribed and serving; `stop()` unsubscribes and closes its pools."""
+
+    ctx: ServiceContext
+    nc: nats.NATS
+    background: asyncio.Task[None] | None = None
+
+    async def stop(self) -> None:
+        if self.background:
+            self.background.cancel()
+        await self.ctx.broker.stop()
+        await self.ctx.databases.close()
+        await self.nc.close()
+
+
+async def start_service(
+    name: str, routes: RoutesFactory, settings: Settings, *, embedder: MiniLM | None = None
+) -> RunningService:
+    """Connect, subscribe every route of `name` and start serving in the running event loop."""
+    nc = await nats.connect(settings.nats_url, max_reconnect_attempts=-1)
+
+    async def lookup(org: str) -> str | None:
+        return await lookup_org(nc, org)
+
+    default_url = settings.database_url.get_secret_value() if settings.database_url else None
+    broker = make_broker(settings.nats_url or "")
+    ctx = ServiceContext(
+        name=name,
+        settings=settings,
+        broker=broker,
+        databases=OrgDatabases(settings.org, default_url, lookup, max_size=settings.db_pool_size),
+        embedder=embedder,
+    )
+    broker.include_router(build_router(ctx, routes(ctx)))
+    await broker.start()
+    background = asyncio.create_task(ctx.on_start()) if ctx.on_start else None
+    return RunningService(ctx=ctx, nc=nc, background=background)
+
+
+def run_service(name: str, routes: RoutesFactory, settings: Settings, *, embedder: bool = False) -> int:
+    """Run one service in the foreground until SIGTERM/SIGINT; returns the process exit code."""
+    logging.basicConfig(level=settings.log_level.upper(), format=f"%(asctime)s {name} %(levelname)s %(message)s")
+    if settings.nats_url is None:
+        print(f"echo-memory {name}: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
+        return 2
+    if settings.database_url is not None:
+        try:
+            check_version(schema_version(settings.database_url.get_secret_value()))
+        except (SchemaTooOld, SchemaTooNew) as exc:
+            print(f"echo-memory {name}: {exc.message}", file=sys.stderr)
+            return EXIT_SCHEMA
+        except psycopg.OperationalError as exc:
+            print(f"echo-memory {name}: cannot reach the database: {exc}".strip(), file=sys.stderr)
+            return 1
+    return eventloop.run(_serve(name, routes, settings, embedder), use_uvloop=settings.uvloop)
+
+
+async def _serve(name: str, routes: RoutesFactory, settings: Settings, embedder: bool) -> int:
+    setup_tracing(name)
+    model = None
+    if embedder:  # only services that embed load the model and its runtime
+        from libs.embed import MiniLM
+
+        model = MiniLM()
+    running = await start_service(name, routes, settings, embedder=model)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("%s ready", name)
+    print(f"echo-memory {name}: ready", flush=True)
+    await stop.wait()
+    await running.stop()
+    return 0

@@ -1,0 +1,191 @@
+"""The service runtime over real NATS and Postgres: the error seam, concurrency, and what each process loads."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from pydantic import BaseModel
+from pydantic import SecretStr
+
+from libs.bus.broker import make_broker
+from libs.bus.client import BusClient
+from libs.config import Settings, Workers
+from libs.contracts.bus import Caller, Reply
+from libs.contracts.errors import Conflict, EchoError, Internal, InvalidArgument, Unavailable
+from libs.contracts.verbs import NotBuiltResult
+from libs.service.context import RequestContext, ServiceContext
+from libs.service.routes import Route
+from libs.service.routes import check_routes, encode_reply
+from libs.service.runner import start_service
+from libs.supervisor.ports import free_port
+from libs.testing import EchoStack, tool_error
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A test service borrows the consolidation verb: any handler can sit behind a real subscriber.
+SERVICE, VERB = "consolidation", "consolidate"
+
+
+def _caller(org: str) -> Caller:
+    return Caller(org=org, agent_id="admin", read_scopes=["*"], write_scopes=["*"])
+
+
+async def _serve(database_url: str, nats_url: str, org: str, handler: Any, workers: int = 4) -> Any:
+    settings = Settings(
+        org=org, database_url=SecretStr(database_url), nats_url=nats_url,
+        workers=Workers(consolidation=workers),
+    )
+    return await start_service(SERVICE, lambda ctx: [Route(VERB, handler)], settings)
+
+
+async def _call(nats_url: str, org: str, timeout: float = 10) -> dict[str, Any]:
+    broker = make_broker(nats_url)
+    await broker.start()
+    try:
+        return await BusClient(broker).call(caller=_caller(org), service=SERVICE, verb=VERB, args={}, timeout=timeout)
+    finally:
+        await broker.stop()
+
+
+def _raising_sql(sqlstate: str) -> Any:
+    async def handler(rc: RequestContext, args: BaseModel) -> NotBuiltResult:
+        await rc.conn.execute(f"DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '{sqlstate}'; END $$")
+        return NotBuiltResult()
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "expected"),
+    [("40P01", Conflict), ("40001", Conflict), ("55P03", Conflict), ("57P01", Unavailable), ("XX000", Internal)],
+    ids=["deadlock", "serialization", "lock-not-available", "admin-shutdown", "internal-error"],
+)
+async def test_database_errors_reach_the_caller_most_specific_first(
+    database_url: str, nats_url: str, org: str, sqlstate: str, expected: type[EchoError]
+) -> None:
+    running = await _serve(database_url, nats_url, org, _raising_sql(sqlstate))
+    try:
+        with pytest.raises(EchoError) as caught:
+            await _call(nats_url, org)
+    finally:
+        await running.stop()
+    assert type(caught.value) is expected
+    assert caught.value.retryable is (expected is not Internal)
+    if expected is Conflict:
+        assert "retry the same call" in caught.value.message
+
+
+async def test_text_with_a_nul_character_is_the_callers_invalid_argument(
+    database_url: str, nats_url: str, org: str
+) -> None:
+    async def handler(rc: RequestContext, args: BaseModel) -> NotBuiltResult:
+        await rc.conn.execute("SELECT %s::text", ("before\x00after",))
+        return NotBuiltResult()
+
+    running = await _serve(database_url, nats_url, org, handler)
+    try:
+        with pytest.raises(InvalidArgument, match="NUL"):
+            await _call(nats_url, org)
+    finally:
+        await running.stop()
+
+
+async def test_one_process_answers_requests_side_by_side(database_url: str, nats_url: str, org: str) -> None:
+    spans: list[tuple[float, float]] = []
+
+    async def handler(rc: RequestContext, args: BaseModel) -> NotBuiltResult:
+        started = time.monotonic()
+        await rc.conn.execute("SELECT pg_sleep(0.3)")
+        spans.append((started, time.monotonic()))
+        return NotBuiltResult()
+
+    running = await _serve(database_url, nats_url, org, handler, workers=4)
+    try:
+        await asyncio.gather(*(_call(nats_url, org) for _ in range(4)))
+    finally:
+        await running.stop()
+    assert len(spans) == 4
+    # All four were in flight at once: the last to start began before the first to finish ended.
+    assert max(start for start, _ in spans) < min(end for _, end in spans)
+
+
+async def test_an_injected_deadlock_in_write_episode_is_a_retryable_conflict_and_stores_nothing(
+    stack: EchoStack, database_url: str
+) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION inject_deadlock() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '40P01'; END $$"
+        )
+        conn.execute("CREATE TRIGGER inject BEFORE INSERT ON facts FOR EACH ROW EXECUTE FUNCTION inject_deadlock()")
+    episode = {
+        "session_id": "s-deadlock",
+        "entities": [{"name": "Billing API", "type": "service"}, {"name": "Razorpay", "type": "vendor"}],
+        "facts": [{"source": "Billing API", "target": "Razorpay", "relation": "charges cards through",
+                   "fact": "The billing API charges cards through Razorpay.", "confidence": "extracted"}],
+    }
+    async with stack.client(stack.issue_token("codex")) as client:
+        result = await client.call_tool("write_episode", episode)
+    error = tool_error(result)
+    assert error["code"] == "conflict" and error["retryable"] is True
+    assert result.structured_content["stored"] is False
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM episodes").fetchone() == (0,)
+
+
+def test_routes_that_disagree_with_the_verb_table_are_refused_at_start() -> None:
+    async def handler(rc: RequestContext, args: BaseModel) -> NotBuiltResult:
+        return NotBuiltResult()
+
+    check_routes(SERVICE, [Route(VERB, handler)])
+    for routes in ([], [Route(VERB, handler), Route(VERB, handler)], [Route(VERB, handler), Route("why", handler)]):
+        with pytest.raises(ValueError, match="verbs.py"):
+            check_routes(SERVICE, routes)
+
+
+def test_a_reply_too_large_for_the_bus_becomes_a_typed_error() -> None:
+    reply = Reply(ok=True, result={"blob": "x" * 2_000})
+    assert Reply.model_validate_json(encode_reply(reply, 10_000, "audit", "export")).ok
+    refused = Reply.model_validate_json(encode_reply(reply, 1_000, "audit", "export"))
+    assert not refused.ok and refused.error is not None
+    assert refused.error.code == "internal" and "over the bus limit" in refused.error.message
+
+
+def _loaded_libraries(pid: int) -> str:
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+@pytest.mark.parametrize(("name", "loads_model"), [("edge", False), ("audit", False), ("retrieval", True)])
+def test_only_processes_that_embed_load_the_model_runtime_and_the_edge_no_database_driver(
+    database_url: str, nats_url: str, name: str, loads_model: bool
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")}
+    env.update(
+        ECHO_MEMORY_NATS_URL=nats_url, ECHO_MEMORY_DATABASE_URL=database_url,
+        ECHO_MEMORY_EDGE_PORT=str(free_port()), PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from libs.cli.main import main; sys.exit(main())", "service", name], env=env, cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "ready" in line, line + proc.stdout.read()
+        maps = _loaded_libraries(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert ("onnxruntime" in maps) is loads_model, name
+    if name == "edge":
+        assert "psycopg" not in maps
+    else:
+        assert "psycopg" in maps  # the check can see the driver where it is loaded
