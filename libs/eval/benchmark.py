@@ -384,6 +384,11 @@ def register(sub: Any) -> None:
     bench.add_argument("--scope", help="with --url: an existing scope the token may read and write")
     bench.add_argument("--no-copy", action="store_true", help="load every size through write_episode")
     bench.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
+    bench.add_argument(
+        "--concurrency",
+        help="comma-separated client counts, e.g. 1,4,16: throughput of many agents at once against a throw-away "
+        "embedded system (one process per service), with CPU per query and memory (libs/eval/concurrency.py)",
+    )
     bench.set_defaults(func=main)
 
 
@@ -407,6 +412,8 @@ def main(settings: Any, args: Any) -> int:
         print("echo-memory benchmark: --queries and --writes must be at least 1, --warm-queries at least 0",
               file=sys.stderr)
         return 2
+    if args.concurrency:
+        return _concurrency(settings, args, sizes)
     if args.url:
         token = args.token or (settings.token.get_secret_value() if settings.token else None)
         if not token or not args.scope:
@@ -417,6 +424,21 @@ def main(settings: Any, args: Any) -> int:
         report = eventloop.run(_throwaway(args, sizes), use_uvloop=settings.uvloop)
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 1 if report["error_count"] else 0
+
+
+def _concurrency(settings: Any, args: Any, sizes: list[int]) -> int:
+    from libs.eval.concurrency import render as render_concurrency
+    from libs.eval.concurrency import run_concurrency
+
+    try:
+        levels = _parse_sizes(args.concurrency)
+    except ValueError:
+        print("echo-memory benchmark: --concurrency takes positive integers, e.g. 1,4,16", file=sys.stderr)
+        return 2
+    report = eventloop.run(run_concurrency(levels, sizes, args.queries, args.writes), use_uvloop=settings.uvloop)
+    print(json.dumps(report, indent=2) if args.json else render_concurrency(report))
+    failed = sum(level["failed"] for row in report["sizes"] for path in ("edge", "bus") for level in row[path])
+    return 1 if failed else 0
 
 
 async def _throwaway(args: Any, sizes: list[int]) -> dict[str, Any]:
