@@ -17,16 +17,15 @@ SCOPE_ROW = "SELECT kind, description, readers, writers, retention_days FROM sco
 
 @pytest.fixture
 async def conn(database_url: str) -> AsyncIterator[psycopg.AsyncConnection]:
-    async with await psycopg.AsyncConnection.connect(database_url) as connection:
-        async with connection.transaction(force_rollback=True):
-            yield connection
+    async with await psycopg.AsyncConnection.connect(database_url) as connection, \
+            connection.transaction(force_rollback=True):
+        yield connection
 
 
 @pytest.fixture
 def sync_conn(database_url: str) -> Iterator[psycopg.Connection]:
-    with psycopg.connect(database_url) as connection:
-        with connection.transaction(force_rollback=True):
-            yield connection
+    with psycopg.connect(database_url) as connection, connection.transaction(force_rollback=True):
+        yield connection
 
 
 def caller(agent: str, read: list[str], write: list[str] | None = None) -> Caller:
