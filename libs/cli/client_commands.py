@@ -85,9 +85,10 @@ def _connection(settings: Settings):  # type: ignore[no-untyped-def]
 async def _issue(settings: Settings, agent_id: str) -> tuple[str, str]:
     from libs.cli.connection import admin_call
     from libs.contracts.admin import TokenCreateResult
+    from libs.store.access import DEFAULT_GRANTS
 
     raw = await admin_call(settings, "writes", "token_create",
-                           {"agent_id": agent_id, "read_scopes": ["shared", "solo"], "write_scopes": ["shared", "solo"]})
+                           {"agent_id": agent_id, "read_scopes": list(DEFAULT_GRANTS), "write_scopes": list(DEFAULT_GRANTS)})
     created = TokenCreateResult.model_validate(raw)
     return created.token, created.token_id
 

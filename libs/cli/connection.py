@@ -7,10 +7,10 @@ from typing import Any
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.config import Settings
-from libs.contracts.bus import Caller
+from libs.store.access import ADMIN_AGENT, admin_caller
 from libs.supervisor.state import read_state
 
-ADMIN_AGENT = "admin"
+__all__ = ["ADMIN_AGENT", "NotRunning", "admin_call", "nats_url"]
 
 
 class NotRunning(RuntimeError):
@@ -34,7 +34,7 @@ async def admin_call(settings: Settings, service: str, verb: str, args: dict[str
     await broker.start()
     try:
         return await BusClient(broker).call(
-            caller=Caller(org=settings.org, agent_id=ADMIN_AGENT, read_scopes=["*"], write_scopes=["*"]),
+            caller=admin_caller(settings.org),
             service=service,
             verb=verb,
             args=args,

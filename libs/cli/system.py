@@ -15,6 +15,7 @@ from libs.cli.connection import admin_call
 from libs.config import Settings
 from libs.contracts.admin import StatusResult, TokenCreateResult
 from libs.contracts.errors import EchoError
+from libs.store.access import DEFAULT_GRANTS
 from libs.store.schema import SchemaTooNew
 from libs.supervisor.nats import NatsError
 from libs.supervisor.postgres import PostgresError
@@ -58,8 +59,8 @@ def _print_client_line(settings: Settings, edge_url: str) -> int:
         created = TokenCreateResult.model_validate(
             eventloop.run(
                 admin_call(settings, "writes", "token_create",
-                           {"agent_id": QUICKSTART_AGENT, "read_scopes": ["shared", "solo"],
-                            "write_scopes": ["shared", "solo"]}),
+                           {"agent_id": QUICKSTART_AGENT, "read_scopes": list(DEFAULT_GRANTS),
+                            "write_scopes": list(DEFAULT_GRANTS)}),
                 use_uvloop=settings.uvloop,
             )
         )

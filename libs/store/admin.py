@@ -1,7 +1,7 @@
 """Synchronous admin helpers for the CLI's offline paths and the Kubernetes operator.
 
-They talk to one org's database directly (the operator holds its connection Secret). Services
-never import this module: they go through their own async store code.
+They talk to one org's database directly (the operator holds its connection Secret), one
+transaction per call. The rules and SQL are `libs.store.access`'s, shared with the bus verbs.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.store import tokens
-from libs.store.scopes import SCOPE_STATS
+from libs.store import access, tokens
 from libs.store.schema import apply_migrations, schema_version
+from libs.store.scopes import SCOPE_STATS
 
 __all__ = [
     "apply_migrations",
@@ -23,15 +23,6 @@ __all__ = [
     "schema_version",
     "scope_stats",
 ]
-
-UPSERT_SCOPE = """
-INSERT INTO scopes (name, kind, description, readers, writers, retention_days)
-VALUES (%s, 'named', %s, %s, %s, %s)
-ON CONFLICT (name) DO UPDATE
-SET description = EXCLUDED.description, readers = EXCLUDED.readers,
-    writers = EXCLUDED.writers, retention_days = EXCLUDED.retention_days
-WHERE scopes.kind = 'named'
-"""
 
 
 def ensure_scope(
@@ -43,14 +34,14 @@ def ensure_scope(
     writers: list[str] | None = None,
     retention_days: int | None = None,
 ) -> None:
-    """Create or update a named scope. `readers`/`writers` default to every agent (`*`)."""
-    if name in ("shared", "solo") or name.startswith("solo:"):
-        raise ValueError(f"'{name}' is a built-in scope and cannot be declared")
+    """Create or update a named scope. `readers`/`writers` default to every agent (`*`).
+
+    Raises:
+        InvalidArgument: a builtin or malformed name, or a retention below one day (nothing changes).
+    """
     with psycopg.connect(database_url) as conn:
-        conn.execute(
-            UPSERT_SCOPE,
-            (name, description, readers or ["*"], writers or ["*"], retention_days),
-        )
+        access.save_scope(conn, name=name, description=description, readers=readers, writers=writers,
+                          retention_days=retention_days, replace=True)
 
 
 def issue_token(
@@ -61,15 +52,14 @@ def issue_token(
     read_scopes: list[str],
     write_scopes: list[str],
 ) -> str:
-    """Mint a token for `agent_id`, store its hash, and return the token (shown only now)."""
-    token = tokens.mint(org)
+    """Mint a token for `agent_id`, store its hash, and return the token (shown only now).
+
+    Raises:
+        InvalidArgument: the reserved admin agent id or a malformed one (nothing is written).
+    """
     with psycopg.connect(database_url) as conn:
-        conn.execute(tokens.UPSERT_AGENT, (agent_id,))
-        conn.execute(
-            tokens.INSERT_TOKEN,
-            (tokens.hash_token(token), tokens.display_prefix(token), agent_id, read_scopes, write_scopes),
-        )
-    return token
+        return access.issue_token(conn, org=org, agent_id=agent_id, read_scopes=read_scopes,
+                                  write_scopes=write_scopes).token
 
 
 def revoke_agent_tokens(database_url: str, *, agent_id: str) -> int:

@@ -17,9 +17,8 @@ from libs.bus.client import BusClient
 from libs.service.registry import SERVICES
 from libs.service.runner import RunningService, start_service
 from libs.config import Settings
-from libs.contracts.bus import Caller
 from libs.embed import MiniLM
-from libs.store import admin
+from libs.store import access, admin
 from libs.supervisor.ports import free_port
 
 
@@ -108,8 +107,8 @@ class EchoStack:
             self.database_url,
             org=self.org,
             agent_id=agent_id,
-            read_scopes=read if read is not None else ["shared", "solo"],
-            write_scopes=write if write is not None else ["shared", "solo"],
+            read_scopes=read if read is not None else list(access.DEFAULT_GRANTS),
+            write_scopes=write if write is not None else list(access.DEFAULT_GRANTS),
         )
 
     def client(self, token: str) -> AbstractAsyncContextManager[Client]:
@@ -119,6 +118,6 @@ class EchoStack:
     async def admin_call(self, service: str, verb: str, args: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
         """A bus request as the org's admin identity (what the CLI sends)."""
         return await BusClient(self._admin_broker).call(
-            caller=Caller(org=self.org, agent_id="admin", read_scopes=["*"], write_scopes=["*"]),
+            caller=access.admin_caller(self.org),
             service=service, verb=verb, args=args, timeout=timeout,
         )

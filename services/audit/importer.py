@@ -32,6 +32,7 @@ from libs.contracts.audit import (
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument, SchemaTooNew
 from libs.store import embedding_models
+from libs.store.access import SHARED
 from libs.store.migrations import CODE_SCHEMA_VERSION
 from services.audit import export_queries as xq
 from services.audit.access import require_admin
@@ -167,7 +168,7 @@ async def _insert(conn: psycopg.AsyncConnection, record: Any, plan: _Plan) -> No
     if record.type == "scope":
         data.update(id=plan.ids.get(record.id, record.id), name=plan.names[record.id])
         if record.name != data["name"]:  # a renamed scope becomes a named scope nobody owns
-            data.update(kind="shared" if data["name"] == "shared" else "named", owner_agent=None)
+            data.update(kind=SHARED if data["name"] == SHARED else "named", owner_agent=None)
         await conn.execute(xq.UPDATE_SCOPE if record.id in plan.existing_scopes else xq.INSERT_SCOPE, data)
         if record.embedding_model:  # the restored vectors' model, so a mismatch is still flagged
             await conn.execute(embedding_models.REPLACE, {"scope_id": data["id"], "model": record.embedding_model})

@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from libs.contracts.audit import AUDIT_KINDS, AuditEntry, GetAuditLogInput, GetAuditLogResult
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
-from libs.store.scopes import public_name, resolve_scope
+from libs.store.access import SHARED, public_name, resolve_scope
 from services.audit import queries as q
 from services.audit.access import readable_scopes
 
@@ -51,8 +51,8 @@ async def get_audit_log(conn: psycopg.AsyncConnection, caller: Caller, args: Get
     else:
         readable = await readable_scopes(conn, caller)
         scope_ids = [s.id for s in readable]
-        names = [s.public for s in readable]
-        unscoped = "shared" in names
+        names = [s.name for s in readable]
+        unscoped = SHARED in names
     params: dict[str, Any] = {
         "scope_ids": scope_ids, "unscoped": unscoped, "since": since, "until": until, "agent": args.agent,
         "kind": args.kind, "fact_id": fact_id, "after_t": after_t, "after_id": after_id, "limit": args.limit + 1,

@@ -18,7 +18,7 @@ from libs.contracts.audit import EntityTrail, FactVersion, ReadOfFact, SaveOfFac
 from libs.contracts.bus import Caller
 from libs.contracts.common import Provenance
 from libs.contracts.errors import InvalidArgument, NotFound
-from libs.store.scopes import public_name
+from libs.store.access import public_name
 from services.audit import queries as q
 from services.audit.access import readable_scopes
 from services.audit.log import entry_from_row

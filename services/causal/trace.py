@@ -37,7 +37,7 @@ from libs.contracts.causal import (
 )
 from libs.contracts.common import Provenance
 from libs.embed import MiniLM
-from libs.store.scopes import Scope, public_name, resolve_read_scopes
+from libs.store.access import Scope, public_name, resolve_read_scopes
 from libs.telemetry import db_span
 from services.causal import queries as q
 

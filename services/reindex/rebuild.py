@@ -21,7 +21,7 @@ from libs.contracts.reindex import (
 )
 from libs.embed import MiniLM
 from libs.store import embedding_models
-from libs.store.scopes import resolve_scope
+from libs.store.access import resolve_scope
 from services.reindex import queries as q
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"

@@ -22,7 +22,7 @@ from libs.contracts.errors import InvalidArgument
 from libs.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
 from libs.embed import MiniLM, settle
 from libs.store import embedding_models
-from libs.store.scopes import Scope, public_name, resolve_read_scopes
+from libs.store.access import Scope, public_name, resolve_read_scopes
 from libs.telemetry import db_span
 from services.retrieval import channels as ch
 from services.retrieval import queries as q

@@ -21,46 +21,41 @@ from libs.contracts.admin import (
     TokenVerifyResult,
 )
 from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument, ScopeDenied
-from libs.store import tokens
+from libs.contracts.errors import InvalidArgument
+from libs.store import access, tokens
 from libs.store.schema import read_version_async
 from libs.store.scopes import SCOPE_STATS
-from services.writes import queries as q
 
-ADMIN_AGENTS = frozenset({"admin"})
-
-
-def require_admin(caller: Caller) -> None:
-    """Token management is for the org's operator identity (the CLI on the host, the k8s operator)."""
-    if caller.agent_id not in ADMIN_AGENTS:
-        raise ScopeDenied(f"agent '{caller.agent_id}' may not manage tokens or scopes")
+MANAGE = "manage tokens or scopes"
 
 
 async def token_create(conn: psycopg.AsyncConnection, caller: Caller, args: TokenCreateInput) -> TokenCreateResult:
-    require_admin(caller)
-    if args.agent_id in ADMIN_AGENTS:
-        raise InvalidArgument(f"'{args.agent_id}' is reserved for the operator identity")
-    token = tokens.mint(caller.org)
-    await conn.execute(tokens.UPSERT_AGENT, (args.agent_id,))
-    row = await (
-        await conn.execute(
-            tokens.INSERT_TOKEN,
-            (tokens.hash_token(token), tokens.display_prefix(token), args.agent_id, args.read_scopes, args.write_scopes),
-        )
-    ).fetchone()
-    return TokenCreateResult(token=token, token_id=str(row[0]), agent_id=args.agent_id)  # type: ignore[index]
+    """A new token for `args.agent_id`, shown once.
+
+    Raises ScopeDenied unless the caller is the admin identity; InvalidArgument for the reserved
+    admin agent id.
+    """
+    access.require_admin(caller, MANAGE)
+    issued = await access.issue_token_async(
+        conn, org=caller.org, agent_id=args.agent_id, read_scopes=args.read_scopes, write_scopes=args.write_scopes
+    )
+    return TokenCreateResult(token=issued.token, token_id=issued.token_id, agent_id=issued.agent_id)
 
 
 async def token_verify(conn: psycopg.AsyncConnection, caller: Caller, args: TokenVerifyInput) -> TokenVerifyResult:
-    """Any caller may ask; the answer says only whether the token is live and what it grants."""
+    """Any caller may ask; the answer says only whether the token is live and what it grants.
+
+    A token of the reserved admin agent id is never valid: the admin identity is not reachable
+    through a token.
+    """
     row = await (await conn.execute(tokens.VERIFY_TOKEN, (tokens.hash_token(args.token),))).fetchone()
-    if row is None:
+    if row is None or access.is_reserved_agent(row[0]):
         return TokenVerifyResult(valid=False)
     return TokenVerifyResult(valid=True, agent_id=row[0], read_scopes=list(row[1]), write_scopes=list(row[2]))
 
 
 async def token_list(conn: psycopg.AsyncConnection, caller: Caller, args: NoArgs) -> TokenListResult:
-    require_admin(caller)
+    access.require_admin(caller, MANAGE)
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(tokens.LIST_TOKENS)
         rows = await cur.fetchall()
@@ -74,7 +69,7 @@ async def token_list(conn: psycopg.AsyncConnection, caller: Caller, args: NoArgs
 
 
 async def token_revoke(conn: psycopg.AsyncConnection, caller: Caller, args: TokenRevokeInput) -> TokenRevokeResult:
-    require_admin(caller)
+    access.require_admin(caller, MANAGE)
     if bool(args.token_id) == bool(args.agent_id):
         raise InvalidArgument("give exactly one of token_id or agent_id")
     if args.token_id:
@@ -85,11 +80,13 @@ async def token_revoke(conn: psycopg.AsyncConnection, caller: Caller, args: Toke
 
 
 async def scope_create(conn: psycopg.AsyncConnection, caller: Caller, args: ScopeCreateInput) -> ScopeCreateResult:
-    require_admin(caller)
-    if args.name in ("shared", "solo"):
-        raise InvalidArgument(f"'{args.name}' is built in and always exists")
-    row = await (await conn.execute(q.INSERT_NAMED_SCOPE, (args.name, args.description))).fetchone()
-    return ScopeCreateResult(name=args.name, created=row is not None)
+    """Create a named scope every agent may read and write; created=false when it already exists.
+
+    Raises ScopeDenied unless the caller is the admin identity; InvalidArgument for a builtin name.
+    """
+    access.require_admin(caller, MANAGE)
+    created = await access.save_scope_async(conn, name=args.name, description=args.description)
+    return ScopeCreateResult(name=args.name, created=created)
 
 
 async def status(conn: psycopg.AsyncConnection, caller: Caller, args: NoArgs) -> StatusResult:

@@ -18,7 +18,7 @@ from libs.contracts.errors import InvalidArgument
 from libs.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
 from libs.embed import MiniLM, count_tokens
 from libs.store import embedding_models
-from libs.store.scopes import resolve_scope
+from libs.store.access import resolve_scope
 from libs.telemetry import db_span
 from services.writes.queries import SCOPE_WRITE_LOCK
 from services.writes.secrets import find_secret

@@ -26,7 +26,7 @@ import psycopg
 
 from libs.contracts.errors import InvalidArgument, NotFound
 from libs.contracts.write import Candidate, EntityIn, WriteEpisodeInput
-from libs.store.scopes import Scope
+from libs.store.access import Scope
 
 # Cosine between entity names at or above which a new mention is deferred instead of created.
 # Calibrated with the real model on 30 same-entity and 30 different-entity name pairs

@@ -33,7 +33,7 @@ from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.write import DeferredMention, EdgeRef, FactIn, WriteEpisodeInput, WriteEpisodeResult
 from libs.embed import MiniLM, count_tokens, settle
-from libs.store.scopes import Scope, resolve_scope
+from libs.store.access import Scope, resolve_scope
 from libs.telemetry import db_span
 from services.writes import entities
 from services.writes import queries as q

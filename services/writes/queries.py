@@ -47,8 +47,3 @@ LOCK_SCOPE_THEN_NOW = f"""
 WITH locked AS MATERIALIZED ({SCOPE_WRITE_LOCK})
 SELECT clock_timestamp() FROM locked
 """
-
-INSERT_NAMED_SCOPE = """
-INSERT INTO scopes (name, kind, description) VALUES (%s, 'named', %s)
-ON CONFLICT (name) DO NOTHING RETURNING id
-"""

@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 from libs.contracts.bus import Caller
 from libs.contracts.documents import RecordRecallSaveInput, RecordRecallSaveResult
 from libs.contracts.errors import InvalidArgument, NotFound
-from libs.store.scopes import Scope, resolve_scope
+from libs.store.access import SOLO, Scope, resolve_scope
 from services.writes import queries as q
 from services.writes.episode import audit, emit
 from services.writes.secrets import find_secret
@@ -105,10 +105,10 @@ async def _readable_fact_scope(conn: psycopg.AsyncConnection, caller: Caller, fa
     missing = NotFound(f"fact {fact_id} does not exist in a scope you may read")
     if row is None:
         raise missing
-    if row["scope_kind"] == "solo":
+    if row["scope_kind"] == SOLO:
         if row["owner_agent"] != caller.agent_id:
             raise missing
-        name = "solo"
+        name = SOLO
     else:
         name = row["scope_name"]
     scope = await resolve_scope(conn, caller, name, "read")

@@ -115,6 +115,21 @@ def test_spec_defaults() -> None:
         parse_scope("s", {"org": "acme", "retentionDays": 0})
 
 
+@pytest.mark.parametrize("name", ["shared", "solo"])
+def test_builtin_scopes_cannot_be_declared(name: str) -> None:
+    with pytest.raises(InvalidSpec, match="built-in"):
+        parse_scope("s", {"org": "acme", "scopeName": name})
+    with pytest.raises(InvalidSpec, match="built-in"):
+        parse_scope(name, {"org": "acme"})
+
+
+def test_no_memory_agent_gets_the_admin_identity() -> None:
+    with pytest.raises(InvalidSpec, match="reserved"):
+        parse_agent("admin", {"org": "acme"})
+    with pytest.raises(InvalidSpec, match="reserved"):
+        parse_agent("ops", {"org": "acme", "agentId": "admin"})
+
+
 def test_status_builder_keeps_transition_time_when_status_is_unchanged() -> None:
     first = conditions.StatusBuilder({}, 1)
     first.set_false(conditions.READY, "Provisioning", "waiting")
