@@ -304,9 +304,10 @@ FACT_COSINES = f"""
 SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
 WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 """
-# A turn asks a question when it ends with "?", before any trailing bracketed note such as the
-# "[shares a photo of …]" the LoCoMo harness appends (a POSIX regular expression for Postgres).
-QUESTION_PATTERN = r"\?\s*(\[[^]]*\]\s*)?$"
+# A turn asks a question when its text ends with "?" (trailing spaces aside; a POSIX regular
+# expression for Postgres). Nothing about any one chat format: a note appended after the "?" makes
+# the turn a statement.
+QUESTION_PATTERN = r"\?\s*$"
 # The turns next to a hit in the same session (the neighbour channel); also which of the two
 # comes first and which asks a question, so fusion can credit a question's reply (fusion.py).
 EPISODE_NEIGHBOURS = """
