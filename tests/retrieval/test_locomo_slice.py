@@ -14,7 +14,6 @@ import pytest
 from libs.eval.runner import run_locomo
 from libs.testing import EchoStack
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "locomo10.json"
 # Whole conversation, measured with the reply credit (reply 0.6, question penalty 0.2, neighbour
 # 0.15): recall 0.776, hit 0.827, MRR 0.553, session 0.932; without it (neighbour 0.225, the
 # code before): 0.750 / 0.797 / 0.514 / 0.927, which the MRR floor rejects. The first 40
@@ -25,14 +24,12 @@ DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / 
 FLOOR = {"recall": 0.74, "hit": 0.79, "mrr": 0.52, "session": 0.90}
 
 
-async def test_locomo_slice_recall_stays_above_its_floor(stack: EchoStack) -> None:
-    if not DATA.exists():
-        pytest.fail(f"LoCoMo is expected at {DATA} (../shared/datasets)")
-
+@pytest.mark.datasets
+async def test_locomo_slice_recall_stays_above_its_floor(stack: EchoStack, datasets: Path) -> None:
     async def call(service: str, verb: str, args: dict) -> dict:
         return await stack.admin_call(service, verb, args, timeout=120)
 
-    report = await run_locomo(call, DATA, conversations=1)
+    report = await run_locomo(call, datasets / "locomo" / "locomo10.json", conversations=1)
     overall = report["overall"]
     assert report["questions"] == 197
     for key, floor in FLOOR.items():
