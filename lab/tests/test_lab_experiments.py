@@ -1,7 +1,7 @@
 """The sweep, ablation and mixed experiments over the real bus, on a small slice of agent-facts.
 
 The slice (its first 30 facts, and the queries whose relevant facts are all among them) keeps the
-test fast; the full runs are in docs/BENCHMARKS.md. What is checked is behaviour: the store really
+test fast; the full runs are in lab/NOTES.md. What is checked is behaviour: the store really
 grows to each size, every channel set is run and reported against all channels with a paired
 interval, and retrieval is back on every channel afterwards.
 """
