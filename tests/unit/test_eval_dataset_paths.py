@@ -73,3 +73,13 @@ def test_a_bad_madial_query_mode_is_refused_before_connecting(tmp_path: Path, ca
         (tmp_path / name).write_text("")
     assert main(["eval-external", "madial", str(tmp_path), "--query-mode", "first-line"]) == 2
     assert "--query-mode must be one of context, last-user, recent-first" in capsys.readouterr().err
+
+
+def test_no_running_system_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "agent-facts.json").write_text('{"facts": [{"id": "f1", "text": "We use Postgres."}], "queries": []}')
+    monkeypatch.setenv("ECHO_MEMORY_HOME", str(tmp_path / "home"))
+    assert main(["eval", "--dataset", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not running" in err and "echo-memory up" in err
