@@ -2,7 +2,7 @@
 
 A query crosses the event loop a few dozen times (NATS, psycopg, HTTP, worker threads). Measured
 with two stacks in one process, one per loop, alternating question by question: query p50 over
-the bus 37.1 -> 35.5 ms at 100k facts and 26.9 -> 26.2 ms at 1k (docs/BENCHMARKS.md). uvloop has
+the bus 37.1 -> 35.5 ms at 100k facts and 26.9 -> 26.2 ms at 1k (lab/NOTES.md). uvloop has
 no Windows build, so there, or with ECHO_MEMORY_UVLOOP=0, the stock asyncio loop runs instead.
 """
 

@@ -1,4 +1,9 @@
-"""Commands around retrieval: recall, reindex, eval, eval-external, benchmark (issue 4)."""
+"""Commands around retrieval: recall, reindex, eval, eval-external, benchmark.
+
+The harnesses read datasets from the paths they are given and from nowhere else: no dataset
+ships with the product. A missing or wrong path ends in one sentence and exit code 2, before any
+connection is made.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,10 @@ from typing import Any
 
 from libs import eventloop
 
-DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+USAGE_ERROR = 2
+# The file each harness looks for inside a folder it is given.
+AGENT_FACTS_FILE = "agent-facts.json"
+LOCOMO_FILE = "locomo10.json"
 
 
 def register(sub: Any) -> None:
@@ -31,28 +39,23 @@ def register(sub: Any) -> None:
     reindex.set_defaults(func=_reindex)
 
     evaluate = sub.add_parser("eval", help="retrieval quality on agent-facts (hit@1, hit@10, MRR over the ranking and MRR@10, by kind)")
-    evaluate.add_argument("--dataset", default=str(DATASETS / "agent-facts" / "agent-facts.json"))
+    evaluate.add_argument("--dataset", metavar="PATH", help=f"{AGENT_FACTS_FILE} or the folder holding it (required)")
     evaluate.add_argument("--context", action="store_true", help="tokens per recall vs a full notes dump")
     evaluate.add_argument("--json", action="store_true")
-    from libs.eval.experiments import add_arguments as add_experiment_arguments  # --sweep, --ablate, --mixed
-
-    add_experiment_arguments(evaluate)
     evaluate.set_defaults(func=_eval)
 
-    external = sub.add_parser("eval-external", help="retrieval on a public benchmark (locomo)")
+    external = sub.add_parser("eval-external", help="retrieval on a public benchmark (locomo, madial)")
     external.add_argument("benchmark", choices=["locomo", "madial"])
-    external.add_argument("path", nargs="?", help="dataset file (default: ../shared/datasets)")
-    external.add_argument("--conversations", type=int, help="only the first N conversations")
-    external.add_argument("--questions", type=int, help="only the first N questions of each")
-    external.add_argument("--query-mode", default="context", help="madial: context | last-user | recent-first")
     external.add_argument(
-        "--fusion-grid", metavar="SPEC",
-        help='locomo: re-rank every question under each fusion weighting of SPEC, e.g. "neighbour=0.15,0.225 '
-        'reply=0.4,0.6" (throw-away system; the service\'s own weighting is the row marked "service")',
+        "path", nargs="?",
+        help=f"locomo: {LOCOMO_FILE} or its folder; madial: the folder of the MADial-Bench-en files (required)",
     )
+    external.add_argument("--conversations", type=int, help="locomo: only the first N conversations")
+    external.add_argument("--questions", type=int, help="only the first N questions of each (madial: N dialogues)")
+    external.add_argument("--query-mode", default="context", help="madial: context | last-user | recent-first")
     external.set_defaults(func=_external)
 
-    from libs.eval.benchmark import register as register_benchmark  # issue 4: the latency harness
+    from libs.eval.benchmark import register as register_benchmark  # the latency harness
 
     register_benchmark(sub)
 
@@ -119,21 +122,24 @@ def _reindex(settings: Any, args: Any) -> int:
 def _eval(settings: Any, args: Any) -> int:
     from libs.eval.runner import run_agent_facts
 
-    if args.sweep or args.ablate or args.mixed:
-        from libs.eval.experiments import run as run_experiments
-
-        print(json.dumps(run_experiments(args, DATASETS, use_uvloop=settings.uvloop), indent=2))
-        return 0
-    dataset = _dataset_file("eval", args.dataset, "agent-facts.json")
+    if args.dataset is None:
+        return _refuse("eval", f"give the agent-facts dataset: --dataset PATH ({AGENT_FACTS_FILE} or its folder)")
+    dataset = _dataset_file("eval", args.dataset, AGENT_FACTS_FILE)
     if dataset is None:
-        return 2
-    report = eventloop.run(
-        run_agent_facts(_call(settings), str(dataset), show=True, context=args.context), use_uvloop=settings.uvloop
-    )
+        return USAGE_ERROR
+    job = run_agent_facts(_call(settings), str(dataset), show=True, context=args.context)
+    report = _run_harness(settings, "eval", job)
+    if report is None:
+        return 1
     if not args.json:
         report.pop("per_query", None)
     print(json.dumps(report, indent=2))
     return 0
+
+
+def _refuse(command: str, sentence: str) -> int:
+    print(f"echo-memory {command}: {sentence}", file=sys.stderr)
+    return USAGE_ERROR
 
 
 def _dataset_file(command: str, path: str, name: str) -> Path | None:
@@ -147,41 +153,45 @@ def _dataset_file(command: str, path: str, name: str) -> Path | None:
     return candidate
 
 
+def _run_harness(settings: Any, command: str, job: Any) -> dict[str, Any] | None:
+    """The harness' report; None after one line on stderr when the system is not running or refuses."""
+    from libs.cli.connection import NotRunning
+    from libs.contracts.errors import EchoError
+
+    try:
+        return eventloop.run(job, use_uvloop=settings.uvloop)
+    except NotRunning as exc:
+        print(f"echo-memory {command}: {exc}", file=sys.stderr)
+    except EchoError as exc:
+        print(f"echo-memory {command}: {exc.code}: {exc.message}", file=sys.stderr)
+    return None
+
+
 def _external(settings: Any, args: Any) -> int:
+    from libs.eval.madial import QUERY_MODES, dataset_files, run_madial
     from libs.eval.runner import run_locomo
 
+    command = f"eval-external {args.benchmark}"
+    if args.path is None:
+        what = f"{LOCOMO_FILE} or the folder holding it" if args.benchmark == "locomo" else (
+            "the folder holding the MADial-Bench-en memory and dialogue files")
+        return _refuse(command, f"give the dataset path: echo-memory {command} PATH ({what})")
     if args.benchmark == "madial":
-        from libs.eval.madial import run_madial
-
-        path = args.path or str(DATASETS / "madial_bench")
-        report = eventloop.run(
-            run_madial(_call(settings), path, dialogues=args.questions, mode=args.query_mode),
-            use_uvloop=settings.uvloop,
-        )
-        print(json.dumps(report, indent=2))
-        return 0
-    path = _dataset_file("eval-external", args.path or str(DATASETS / "locomo"), "locomo10.json")
-    if path is None:
-        return 2
-    if args.fusion_grid:
-        from libs.eval import fusion_grid
-        from services.retrieval.settings import RetrievalSettings
-
-        retrieval = RetrievalSettings()
+        if args.query_mode not in QUERY_MODES:
+            return _refuse(command, f"--query-mode must be one of {', '.join(QUERY_MODES)}")
         try:
-            grid = fusion_grid.parse_grid(args.fusion_grid, retrieval.fusion)
-        except ValueError as exc:
-            print(f"echo-memory eval-external: {exc}", file=sys.stderr)
-            return 2
-        grid_report = eventloop.run(
-            fusion_grid.run(path, grid, retrieval, conversations=args.conversations, questions=args.questions),
-            use_uvloop=settings.uvloop,
-        )
-        print(json.dumps(grid_report, indent=2))
-        return 0
-    report = eventloop.run(
-        run_locomo(_call(settings), str(path), conversations=args.conversations, questions=args.questions, show=True),
-        use_uvloop=settings.uvloop,
-    )
+            dataset_files(args.path)
+        except FileNotFoundError as exc:
+            return _refuse(command, str(exc))
+        job = run_madial(_call(settings), args.path, dialogues=args.questions, mode=args.query_mode)
+    else:
+        path = _dataset_file(command, args.path, LOCOMO_FILE)
+        if path is None:
+            return USAGE_ERROR
+        job = run_locomo(_call(settings), str(path), conversations=args.conversations, questions=args.questions,
+                         show=True)
+    report = _run_harness(settings, command, job)
+    if report is None:
+        return 1
     print(json.dumps(report, indent=2))
     return 0

@@ -45,7 +45,7 @@ WARMUP = 3
 # both sizes of the ratio are measured with Postgres' caches in the same (warm) state: right
 # after a bulk load of 100k facts, HNSW pages are still cold, while 1k fits after a few queries.
 WARM_SEED = 97
-# Bars from issue 4; reported, never asserted.
+# The latency targets (docs/BENCHMARKS.md); reported, never asserted.
 BARS = {"query_bus_p50_100k": 15.0, "query_edge_p50_100k": 30.0, "ratio_100k_1k": 1.5, "write_edge_p50": 30.0}
 
 

@@ -44,8 +44,11 @@ class Dialogue:
     relevant: set[str]
 
 
-def _files(path: str | Path) -> tuple[Path, Path]:
-    """The memory and dialogue files from a directory, or from either file's path."""
+def dataset_files(path: str | Path) -> tuple[Path, Path]:
+    """The memory and dialogue files from a directory, or from either file's path.
+
+    Raises FileNotFoundError naming the file that is missing and the folder looked in.
+    """
     path = Path(path)
     folder = path if path.is_dir() else path.parent
     memory, dialogue = folder / MEMORY_FILE, folder / DIALOGUE_FILE
@@ -63,7 +66,7 @@ def _line(raw: str) -> str:
 
 def load(path: str | Path) -> tuple[list[Memory], list[Dialogue]]:
     """Every memory and every dialogue (with its context before the first test turn)."""
-    memory_file, dialogue_file = _files(path)
+    memory_file, dialogue_file = dataset_files(path)
     memories = []
     for raw in memory_file.read_text(encoding="utf-8").splitlines():
         if raw.strip():

@@ -1,6 +1,6 @@
 """A throw-away Echo Memory for harness runs: embedded Postgres, nats-server, every service, the edge.
 
-`benchmark`, `eval --sweep` and `eval --ablate` use it so that padding a store with 100k
+`benchmark` and the lab's experiments (lab/) use it so that padding a store with 100k
 synthetic facts, or restarting retrieval with a channel switched off, never touches the user's
 own memory. Everything lives under one temporary directory that is removed on exit.
 

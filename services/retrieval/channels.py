@@ -228,7 +228,7 @@ def graph_scores(edges: list[tuple[str, str, str]], named: list[str], *, limit: 
     names. It needs no query vector, so it runs while the query is embedded. (The endpoints of
     the best dense facts were restart seeds too, which put PageRank after the dense channel, on
     the critical path: dropped after measuring no ranking gain from them on agent-facts, LoCoMo or
-    the synthetic store's own questions at 100k facts, docs/BENCHMARKS.md.) The caller runs the
+    the synthetic store's own questions at 100k facts, lab/NOTES.md.) The caller runs the
     channel only when the query names an entity: the dense hits alone only echo the dense
     ranking back (measured: no gain on agent-facts, +290 ms on a hub entity).
     """

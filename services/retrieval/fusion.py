@@ -76,7 +76,7 @@ def _merge_corpora(fused: list[tuple[Candidate, float]]) -> list[tuple[Candidate
     conv-26's 419 turns: dividing each corpus' fused value by its largest possible boost instead
     let turns about someone's weekend take 2.45 of the top 10 for questions about the codebase
     (agent-facts hit@1 0.75 → 0.69); merged this way, 0.36, and both sets score as in their own
-    scopes (docs/BENCHMARKS.md, "Facts and turns in one scope"). A one-corpus list is returned
+    scopes (lab/NOTES.md, "Facts and turns in one scope"). A one-corpus list is returned
     as it is.
     """
     cosines: dict[str, list[float]] = {}

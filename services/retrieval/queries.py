@@ -18,14 +18,14 @@ BM25_B = 0.4
 CANDIDATE_DF_SHARE = 0.2
 # Candidate rows come from the rarest query terms until their document frequencies add up to
 # this many postings (the rarest always counts). It bounds the lexical channel's work on large
-# scopes (measured 897 ms → see docs/BENCHMARKS.md at 100k facts) and changes nothing on the dev
+# scopes (measured 897 ms → see lab/NOTES.md at 100k facts) and changes nothing on the dev
 # sets, whose scopes are far smaller. Every matched term still scores candidates found this way.
 CANDIDATE_POSTINGS = 2000
 # Of the rows those terms match, BM25 scores the LEXICAL_CANDIDATES nearest the query's vector.
 # Scoring means unnesting every candidate's tsvector, ~6 µs a row: at 100k facts a common rarest
 # term matched ~1,400 rows and scoring took 10 of the lexical channel's 12 ms. A row that far
 # from the query in meaning gains little from a lexical boost; on the dev sets (≤ 700 rows a
-# scope) the cap rarely binds (see docs/BENCHMARKS.md). ts_rank as the pre-rank (no vector
+# scope) the cap rarely binds (see lab/NOTES.md). ts_rank as the pre-rank (no vector
 # needed) was measured too: ~4.5 µs a row, 6 ms more at 100k facts.
 LEXICAL_CANDIDATES = 300
 # When the selected terms are on more rows than that together, candidates are the rows holding
@@ -35,7 +35,7 @@ LEXICAL_CANDIDATES = 300
 # wording differed from the query's. At 100k synthetic facts the rarest term alone was on ~1,500
 # rows and the pair on ~30: the statement went from ~10 to ~4 ms. Own-question MRR (synthetic
 # store) +0.0065 at 10k facts, +0.0017 at 1k, unchanged at 100k; agent-facts and LoCoMo unchanged
-# (docs/BENCHMARKS.md, fifth round). A corpus of at most LEXICAL_CANDIDATES rows cannot need it
+# (lab/NOTES.md, fifth round). A corpus of at most LEXICAL_CANDIDATES rows cannot need it
 # and runs the plain statement (planning the pair branch costs ~0.5 ms).
 
 _FACT_COLUMNS = """
@@ -304,9 +304,10 @@ FACT_COSINES = f"""
 SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
 WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 """
-# A turn asks a question when it ends with "?", before any trailing bracketed note such as the
-# "[shares a photo of …]" the LoCoMo harness appends (a POSIX regular expression for Postgres).
-QUESTION_PATTERN = r"\?\s*(\[[^]]*\]\s*)?$"
+# A turn asks a question when its text ends with "?" (trailing spaces aside; a POSIX regular
+# expression for Postgres). Nothing about any one chat format: a note appended after the "?" makes
+# the turn a statement.
+QUESTION_PATTERN = r"\?\s*$"
 # The turns next to a hit in the same session (the neighbour channel); also which of the two
 # comes first and which asks a question, so fusion can credit a question's reply (fusion.py).
 EPISODE_NEIGHBOURS = """

@@ -32,10 +32,8 @@ from services.retrieval.settings import RetrievalSettings
 _DEFAULT_SETTINGS = RetrievalSettings()
 
 
-# Opens a second, read-only connection to the same org database (see `_search`).
+# Opens a second, read-only connection to the same org database (see `_candidates`).
 SideConnection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
-# Sees each search's candidate pool just before fusion (libs/eval/fusion_grid.py re-fuses them).
-PoolObserver = Callable[[ch.Pool], None]
 
 
 async def query_memory(
@@ -45,7 +43,6 @@ async def query_memory(
     embedder: MiniLM,
     settings: RetrievalSettings | None = None,
     side: SideConnection | None = None,
-    observe: PoolObserver | None = None,
 ) -> QueryMemoryResult:
     """Ranked facts (and evidence) for the query.
 
@@ -53,8 +50,7 @@ async def query_memory(
     pair, nothing visible in the scope at `as_of`). Raises InvalidArgument for a missing query
     or bad `about`; ScopeDenied/NotFound for scopes the token may not read or that do not exist.
     `side`, when given, opens a second connection so two groups of channels run at once; the
-    read log is always written on `conn`, in the request's transaction. `observe`, when given,
-    is handed the candidate pool of a search before fusion (the eval's fusion grid uses it).
+    read log is always written on `conn`, in the request's transaction.
     """
     settings = settings or _DEFAULT_SETTINGS
     query = (args.query or "").strip()
@@ -88,7 +84,7 @@ async def query_memory(
         elif scope_ids and embedding_job is not None:
             searched = True
             ranked, lexical_note, model_note = await _search(
-                conn, caller, args, settings, params, embedding_job, side, embedder.name, observe
+                conn, caller, args, settings, params, embedding_job, side, embedder.name
             )
     finally:
         if embedding_job is not None:
@@ -121,12 +117,37 @@ async def _search(
     embedding_job: asyncio.Task[np.ndarray],
     side: SideConnection | None,
     model: str,
-    observe: PoolObserver | None = None,
 ) -> tuple[list[tuple[dict[str, Any], str, list[str]]], str | None, str | None]:
     """Run every switched-on channel, fuse, and hydrate the top_k rows.
 
     Returns the ranked rows, the lexical fallback note and the embedding-model note (scopes whose
     vectors another model made), each None when there is nothing to say.
+    """
+    on = set(settings.channels)
+    pool, fallbacks, model_note = await _candidates(conn, caller, args, settings, params, embedding_job, side, model)
+    fused = fuse(pool, settings.fusion, on)[: args.top_k]
+    rows = await _hydrate(conn, params["scope_ids"], fused)
+    ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
+    lexical_note = (
+        "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
+    )
+    return ranked, lexical_note, model_note
+
+
+async def _candidates(
+    conn: psycopg.AsyncConnection,
+    caller: Caller,
+    args: QueryMemoryInput,
+    settings: RetrievalSettings,
+    params: dict[str, Any],
+    embedding_job: asyncio.Task[np.ndarray],
+    side: SideConnection | None,
+    model: str,
+) -> tuple[ch.Pool, list[str], str | None]:
+    """Every switched-on channel's candidates in one pool, every candidate with its cosine.
+
+    Returns the pool (empty when nothing matches), why the lexical channel fell back to ts_rank
+    per corpus (empty when it did not), and the embedding-model note (None when there is none).
 
     The query is still being embedded when this starts: corpus sizes (with the HNSW settings),
     the graph neighbourhood of the entities the query names and its PageRank are done meanwhile.
@@ -195,15 +216,7 @@ async def _search(
     if "neighbour" in on and args.include_episodes:
         await ch.neighbours(conn, pool, channel_params, org=caller.org)
 
-    if observe is not None:
-        observe(pool)
-    fused = fuse(pool, settings.fusion, on)[: args.top_k]
-    rows = await _hydrate(conn, scope_ids, fused)
-    ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
-    lexical_note = (
-        "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
-    )
-    return ranked, lexical_note, model_note
+    return pool, fallbacks, model_note
 
 
 async def _before_vector(

@@ -1,7 +1,8 @@
 """Process settings of the retrieval service, and the fusion weights tuned on the dev sets.
 
-The weights were tuned with `echo-memory eval --sweep` on agent-facts (facts) and with
-`echo-memory eval-external locomo` (imported chat turns); docs/BENCHMARKS.md has the sweep.
+The weights were tuned on agent-facts (facts) and LoCoMo (imported chat turns) with
+`echo-memory eval`, `echo-memory eval-external locomo` and the lab's fusion grid; lab/NOTES.md
+has the rounds.
 Equal-weight RRF is deliberately not used: it loses to dense alone on paraphrased queries.
 """
 
@@ -28,7 +29,7 @@ class FusionWeights(BaseModel):
     a question asked in the conversation ("What pet do you have?") outranked its answer, the
     next turn. reply 0.6, question_penalty 0.2 with neighbour 0.15 (lexical 0.7, coordination
     0.3): MRR 0.530 → 0.588, recall@10 +0.036, session@10 ≥ 0.90 on both halves of the set; the
-    region around it (reply 0.4–0.8, penalty 0.1–0.3) gives MRR 0.57–0.59 (docs/BENCHMARKS.md,
+    region around it (reply 0.4–0.8, penalty 0.1–0.3) gives MRR 0.57–0.59 (lab/NOTES.md,
     "reply credit")."""
 
     fact_lexical: float = Field(0.0, description="weight of max-normalised BM25 for facts")

@@ -15,18 +15,12 @@ import pytest
 from libs.eval.madial import load, ndcg_at, query_text, run_madial
 from libs.testing import EchoStack
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "madial_bench"
 FLOOR = {"recall@5": 0.27, "recall@10": 0.40}
 
 
-def _require_data() -> None:
-    if not (DATA / "MADial-Bench-en-memory.json").exists():
-        pytest.fail(f"MADial-Bench is expected at {DATA} (../shared/datasets)")
-
-
-def test_loader_stops_each_dialogue_before_its_test_turn() -> None:
-    _require_data()
-    memories, dialogues = load(DATA)
+@pytest.mark.datasets
+def test_loader_stops_each_dialogue_before_its_test_turn(datasets: Path) -> None:
+    memories, dialogues = load(datasets / "madial_bench")
     assert len(memories) == 160 and len(dialogues) == 160
     first = dialogues[0]
     assert first.relevant == {"1", "78", "105", "113", "108"}
@@ -41,13 +35,12 @@ def test_ndcg_by_hand() -> None:
     assert ndcg_at(["a", "x", "b"], {"a", "b"}, 5) == pytest.approx((1 + 0.5) / (1 + 0.6309297535714575))
 
 
-async def test_madial_slice_recall_stays_above_its_floor(stack: EchoStack) -> None:
-    _require_data()
-
+@pytest.mark.datasets
+async def test_madial_slice_recall_stays_above_its_floor(stack: EchoStack, datasets: Path) -> None:
     async def call(service: str, verb: str, args: dict) -> dict:
         return await stack.admin_call(service, verb, args, timeout=120)
 
-    report = await run_madial(call, DATA, dialogues=40)
+    report = await run_madial(call, datasets / "madial_bench", dialogues=40)
     assert report["memories"] == 160 and report["dialogues"] == 40
     overall = report["overall"]
     for key, floor in FLOOR.items():

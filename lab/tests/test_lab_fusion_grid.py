@@ -1,4 +1,4 @@
-"""`eval-external locomo --fusion-grid`: captured pools re-fused under other weights.
+"""`python -m lab fusion-grid`: captured pools re-fused under other weights.
 
 The property that makes the grid worth trusting: re-fusing a captured pool with the service's
 own weights gives exactly the ranking the running service returns for that question.
@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from libs.eval import fusion_grid
+from lab import fusion_grid
 from libs.testing import EchoStack
 from services.retrieval.fusion import fuse
 from services.retrieval.settings import FusionWeights, RetrievalSettings
-
-DATA = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "locomo10.json"
 
 
 def test_grid_spec_gives_every_combination_with_the_service_first() -> None:
@@ -38,11 +36,11 @@ def test_a_bad_grid_spec_is_refused_with_the_reason(spec: str, message: str) -> 
         fusion_grid.parse_grid(spec, FusionWeights())
 
 
-async def test_the_service_row_reproduces_the_service(stack: EchoStack) -> None:
-    if not DATA.exists():
-        pytest.fail(f"LoCoMo is expected at {DATA} (../shared/datasets)")
+@pytest.mark.datasets
+async def test_the_service_row_reproduces_the_service(stack: EchoStack, datasets: Path) -> None:
     settings = RetrievalSettings()
-    captured = await fusion_grid.capture(stack, DATA, conversations=1, questions=30, settings=settings)
+    path = datasets / "locomo" / "locomo10.json"
+    captured = await fusion_grid.capture(stack, path, conversations=1, questions=30, settings=settings)
     assert len(captured) == 30 and all(item.pool for item in captured)
 
     # The same questions on the same scope, asked of the running service over the bus.

@@ -1,7 +1,7 @@
-"""eval --sweep, --ablate and --mixed over the real bus, on a small slice of agent-facts.
+"""The sweep, ablation and mixed experiments over the real bus, on a small slice of agent-facts.
 
 The slice (its first 30 facts, and the queries whose relevant facts are all among them) keeps the
-test fast; the full runs are in docs/BENCHMARKS.md. What is checked is behaviour: the store really
+test fast; the full runs are in lab/NOTES.md. What is checked is behaviour: the store really
 grows to each size, every channel set is run and reported against all channels with a paired
 interval, and retrieval is back on every channel afterwards.
 """
@@ -14,19 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from libs.eval.experiments import ALL_CHANNELS, run_ablation, run_mixed, run_sweep
+from lab.experiments import ALL_CHANNELS, run_ablation, run_mixed, run_sweep
 from libs.eval.system import restart_service
 from libs.testing import EchoStack
 
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
-DATA = DATASETS / "agent-facts" / "agent-facts.json"
+pytestmark = pytest.mark.datasets
 
 
 @pytest.fixture
-def slice_path(tmp_path: Path) -> Path:
-    if not DATA.exists():
-        pytest.fail(f"agent-facts is expected at {DATA} (../shared/datasets)")
-    data = json.loads(DATA.read_text())
+def slice_path(tmp_path: Path, datasets: Path) -> Path:
+    data = json.loads((datasets / "agent-facts" / "agent-facts.json").read_text())
     facts = data["facts"][:30]
     kept = {f["id"] for f in facts}
     queries = [q for q in data["queries"] if set(q["relevant"]) <= kept]
@@ -77,8 +74,8 @@ async def test_ablation_switches_each_channel_off_and_restores_them(stack: EchoS
     assert without_dense["agent_facts"]["mrr_vs_all"]["delta"] < 0
 
 
-async def test_mixed_scores_each_set_alone_and_together(stack: EchoStack, slice_path: Path) -> None:
-    report = await run_mixed(_call(stack), slice_path, DATASETS / "locomo" / "locomo10.json", 1)
+async def test_mixed_scores_each_set_alone_and_together(stack: EchoStack, slice_path: Path, datasets: Path) -> None:
+    report = await run_mixed(_call(stack), slice_path, datasets / "locomo" / "locomo10.json", 1)
     queries = len(json.loads(slice_path.read_text())["queries"])
     facts, turns = report["agent_facts"], report["locomo"]
     assert facts["alone"]["n"] == facts["with_turns"]["n"] == queries

@@ -1,7 +1,12 @@
-"""Session-wide real servers: embedded Postgres (pgvector) and nats-server with JetStream.
+"""Session-wide real servers: embedded Postgres (pgvector) and nats-server with JetStream, for
+tests/ and lab/tests/ alike.
 
 Each test gets a fresh database cloned from a migrated template (tens of milliseconds), and a
 fresh org name so its subjects and rows never meet another test's.
+
+Tests marked `datasets` read the research datasets (lab/datasets.py: `$ECHO_DATASETS_DIR`, else
+`../shared/datasets` beside the repository) through the `datasets` fixture. When that folder is
+absent they are deselected, not skipped, and one line says how many and why.
 """
 
 from __future__ import annotations
@@ -12,10 +17,13 @@ import re
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
 
+from lab.datasets import ENV as DATASETS_ENV
+from lab.datasets import datasets_dir
 from libs.embed import MiniLM
 from libs.store.schema import apply_migrations
 from libs.supervisor.nats import NatsServer
@@ -35,6 +43,31 @@ except ImportError:  # no uvloop on this platform: the product runs asyncio's lo
     uvloop = None
 if uvloop is not None:
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without the datasets folder, deselect every test marked `datasets` and say so in one line."""
+    folder = datasets_dir()
+    if folder.is_dir():
+        return
+    needing = [item for item in items if item.get_closest_marker("datasets") is not None]
+    if not needing:
+        return
+    items[:] = [item for item in items if item.get_closest_marker("datasets") is None]
+    config.hook.pytest_deselected(items=needing)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    line = (f"deselected {len(needing)} test(s) marked `datasets`: no datasets folder at {folder} "
+            f"(set {DATASETS_ENV} to where agent-facts/, locomo/ and madial_bench/ are)")
+    if reporter is not None:
+        reporter.write_line(line)
+
+
+@pytest.fixture
+def datasets(request: pytest.FixtureRequest) -> Path:
+    """The datasets folder, for a test marked `datasets` (so that it is deselected without it)."""
+    if request.node.get_closest_marker("datasets") is None:
+        pytest.fail("a test that reads the datasets folder must be marked @pytest.mark.datasets")
+    return datasets_dir()
 
 
 class PostgresFixture:

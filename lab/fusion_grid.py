@@ -1,11 +1,12 @@
-"""`echo-memory eval-external locomo --fusion-grid SPEC`: LoCoMo under many fusion weightings at once.
+"""`python -m lab fusion-grid LOCOMO SPEC`: LoCoMo under many fusion weightings at once.
 
-The fusion weights are tuned on the dev sets (docs/BENCHMARKS.md). Running 1,982 LoCoMo
-questions through the services once per weighting would take hours, but fusion is a pure
-function of the candidate pool (services/retrieval/fusion.py). So every question runs once
-through the real import and the real channels on a throw-away system, each question's pool is
-kept, and `fuse` is re-run for every weighting of the grid. The weighting the service runs is
-always in the grid, and its figures are the ones `run_locomo` reports for the same questions.
+Running 1,982 LoCoMo questions through the services once per weighting would take hours, but
+fusion is a pure function of the candidate pool (services/retrieval/fusion.py). So every
+conversation is imported once through the real import verb on a throw-away system, each
+question's pool is gathered by the retrieval service's own channel code (the step of
+`query_memory` before fusion), and `fuse` is re-run for every weighting of the grid. The
+weighting the service runs is always in the grid, and its figures are the ones `run_locomo`
+reports for the same questions (lab/tests/test_lab_fusion_grid.py holds it to that).
 
 SPEC names FusionWeights fields and the values to try, e.g. "neighbour=0.15,0.225 reply=0.4,0.6"
 (groups separated by spaces or ";"); fields not named keep the service's values.
@@ -13,9 +14,11 @@ SPEC names FusionWeights fields and the values to try, e.g. "neighbour=0.15,0.22
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import statistics
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +27,15 @@ from pgvector.psycopg import register_vector_async
 
 from libs.contracts.bus import Caller
 from libs.contracts.query import QueryMemoryInput
+from libs.embed import MiniLM, settle
 from libs.eval import locomo
 from libs.eval.runner import import_conversation, locomo_scores, new_scope
 from libs.eval.system import stack_call, throwaway_stack
+from libs.store.scopes import resolve_read_scopes
 from libs.testing import EchoStack
+from services.retrieval import search
 from services.retrieval.channels import Pool
 from services.retrieval.fusion import fuse
-from services.retrieval.search import query_memory
 from services.retrieval.settings import FusionWeights, RetrievalSettings
 
 K = 10
@@ -73,6 +78,28 @@ def parse_grid(spec: str, base: FusionWeights) -> list[FusionWeights]:
     return grid
 
 
+async def candidate_pool(
+    conn: psycopg.AsyncConnection, caller: Caller, args: QueryMemoryInput, embedder: MiniLM,
+    settings: RetrievalSettings,
+) -> Pool:
+    """The candidate pool `query_memory` would fuse for `args` (a search: a query, no `about`).
+
+    The same steps as the service: scopes resolved for `caller`, the query embedded, every
+    switched-on channel run on `conn`. Empty when nothing in the scopes matches; raises what
+    query_memory raises for a scope the caller may not read or that does not exist.
+    """
+    query = (args.query or "").strip()
+    embedding_job = asyncio.create_task(asyncio.to_thread(embedder.embed_one, query))
+    try:
+        scopes = await resolve_read_scopes(conn, caller, args.scope)
+        params = {"scope_ids": [s.id for s in scopes if s.id is not None], "at": datetime.now(tz=UTC),
+                  "embedding": None, "query": query}
+        pool, _, _ = await search._candidates(conn, caller, args, settings, params, embedding_job, None, embedder.name)
+    finally:
+        await settle(embedding_job)
+    return pool
+
+
 async def capture(
     stack: EchoStack, path: str | Path, *, conversations: int | None = None, questions: int | None = None,
     settings: RetrievalSettings | None = None,
@@ -89,13 +116,10 @@ async def capture(
             by_id = await import_conversation(call, scope, conv)
             session_of = {t.dia_id: t.session for t in conv.turns}
             for qa in conv.questions[:questions]:
-                pools: list[Pool] = []
-                async with conn.transaction():
-                    await query_memory(conn, caller, QueryMemoryInput(query=qa.question, scope=scope, top_k=K),
-                                       stack.embedder, settings, observe=pools.append)
-                captured.append(
-                    Captured(pools[0] if pools else {}, by_id, set(qa.evidence), session_of, scope, qa.question)
-                )
+                args = QueryMemoryInput(query=qa.question, scope=scope, top_k=K)
+                async with conn.transaction():  # the HNSW settings are local to a transaction
+                    pool = await candidate_pool(conn, caller, args, stack.embedder, settings)
+                captured.append(Captured(pool, by_id, set(qa.evidence), session_of, scope, qa.question))
     return captured
 
 

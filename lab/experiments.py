@@ -1,15 +1,16 @@
-"""`echo-memory eval --sweep`, `--ablate` and `--mixed`: agent-facts quality across store sizes,
-channels, and beside imported turns.
+"""Agent-facts quality across store sizes (sweep), with channels switched off (ablation), and
+beside imported turns (mixed): `python -m lab sweep|ablate|mixed`.
 
-Both run on a throw-away system (libs/eval/system.py), never on the user's memory: the sweep
+All three run on a throw-away system (libs/eval/system.py), never on the user's memory: the sweep
 pads the store with thousands of synthetic distractor facts, and the ablation restarts the
 retrieval service with one channel switched off (ECHO_MEMORY_CHANNELS), which only a system the
 command owns may do.
 
-- sweep: the 200 agent-facts are written first (through `write_episode`, as `eval` does), then
-  the scope is padded with synthetic engineering facts (libs/eval/synthetic.py, written in
-  batches of 50) up to each size, and the 100 queries are asked again. Each size reports hit@1,
-  hit@10, MRR with 95% bootstrap intervals and the paired MRR change against the unpadded store.
+- sweep: the 200 agent-facts are written first (through `write_episode`, as `echo-memory eval`
+  does), then the scope is padded with synthetic engineering facts (libs/eval/synthetic.py,
+  written in batches of 50) up to each size, and the 100 queries are asked again. Each size
+  reports hit@1, hit@10, MRR with 95% bootstrap intervals and the paired MRR change against the
+  unpadded store.
 - ablation: one store, the queries asked once per channel set (all; each channel off in turn);
   paired bootstrap intervals of the MRR change against all channels say whether a channel's
   effect is distinguishable from noise. Optionally the same on LoCoMo conversations (episodes,
@@ -28,10 +29,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from libs import eventloop
 from libs.eval import agent_facts, synthetic
 from libs.eval.metrics import bootstrap_ci
 from libs.eval.runner import Call, new_scope, progress, rank_agent_facts, write_agent_facts
+from libs.eval.system import restart_service, stack_call, throwaway_stack
 
 ALL_CHANNELS = ("dense", "lexical", "graph", "neighbour")
 DEFAULT_SWEEP = (1_000, 10_000)
@@ -180,45 +181,27 @@ async def run_mixed(
     return out
 
 
-# -- the command (flags of `echo-memory eval`) ------------------------------------------------
+# -- on a throw-away system (what `python -m lab` runs) ------------------------------------------
 
-def add_arguments(parser: Any) -> None:
-    parser.add_argument("--sweep", action="store_true",
-                        help="the same metrics with the store padded by distractor facts (throw-away system)")
-    parser.add_argument("--sweep-sizes", default=",".join(str(s) for s in DEFAULT_SWEEP),
-                        help="store sizes in facts for --sweep, comma-separated")
-    parser.add_argument("--ablate", action="store_true",
-                        help="each retrieval channel switched off in turn, with bootstrap intervals (throw-away system)")
-    parser.add_argument("--ablate-locomo", type=int, default=0, metavar="N",
-                        help="with --ablate: also the first N LoCoMo conversations")
-    parser.add_argument("--mixed", type=int, default=0, metavar="N",
-                        help="agent-facts and the first N LoCoMo conversations' turns in one scope, against each "
-                        "alone (throw-away system)")
+async def sweep_on_throwaway(path: str | Path, sizes: list[int]) -> dict[str, Any]:
+    """`run_sweep` on a system started for it and removed afterwards."""
+    async with throwaway_stack() as stack:
+        return await run_sweep(stack_call(stack), path, sizes, show=True)
 
 
-def run(args: Any, datasets: Path, *, use_uvloop: bool = True) -> dict[str, Any]:
-    """Run --sweep, --ablate and/or --mixed on a throw-away system; {"sweep": …, "ablation": …, "mixed": …}."""
+async def ablation_on_throwaway(
+    path: str | Path, *, locomo: str | Path | None = None, conversations: int = 0
+) -> dict[str, Any]:
+    """`run_ablation` on a system started for it; retrieval is restarted there for each channel set."""
+    async with throwaway_stack() as stack:
+        async def restart(channels: str | None) -> None:
+            await restart_service(stack, "retrieval", ECHO_MEMORY_CHANNELS=channels)
 
-    async def main() -> dict[str, Any]:
-        from libs.eval.system import restart_service, stack_call, throwaway_stack
+        return await run_ablation(stack_call(stack), restart, path, locomo=locomo, conversations=conversations,
+                                  show=True)
 
-        out: dict[str, Any] = {}
-        async with throwaway_stack() as stack:
-            call = stack_call(stack)
-            if args.sweep:
-                sizes = [int(s) for s in args.sweep_sizes.split(",") if s.strip()]
-                out["sweep"] = await run_sweep(call, args.dataset, sizes, show=True)
-            if args.ablate:
-                async def restart(channels: str | None) -> None:
-                    await restart_service(stack, "retrieval", ECHO_MEMORY_CHANNELS=channels)
 
-                out["ablation"] = await run_ablation(
-                    call, restart, args.dataset, locomo=datasets / "locomo" / "locomo10.json",
-                    conversations=args.ablate_locomo, show=True,
-                )
-            if args.mixed:
-                out["mixed"] = await run_mixed(call, args.dataset, datasets / "locomo" / "locomo10.json",
-                                               args.mixed, show=True)
-        return out
-
-    return eventloop.run(main(), use_uvloop=use_uvloop)
+async def mixed_on_throwaway(path: str | Path, locomo_path: str | Path, conversations: int) -> dict[str, Any]:
+    """`run_mixed` on a system started for it and removed afterwards."""
+    async with throwaway_stack() as stack:
+        return await run_mixed(stack_call(stack), path, locomo_path, conversations, show=True)

@@ -1,0 +1,104 @@
+"""`python -m lab EXPERIMENT …`: the research experiments, each on a throw-away system.
+
+Dataset paths are arguments; without one, the file is looked for in the datasets folder
+(lab/datasets.py: `$ECHO_DATASETS_DIR`, else `../shared/datasets` beside the repository). A
+missing file or a bad argument ends with one line on stderr and exit code 2, before anything
+starts. Every experiment prints its report as JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from lab import datasets
+from lab.datasets import DatasetMissing
+from libs import eventloop
+
+USAGE_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="experiment", required=True)
+
+    sweep = sub.add_parser("sweep", help="agent-facts quality with the store padded by synthetic distractor facts")
+    sweep.add_argument("--dataset", help="agent-facts.json (default: agent-facts/ in the datasets folder)")
+    sweep.add_argument("--sizes", default="1000,10000", help="store sizes in facts, comma-separated")
+
+    ablate = sub.add_parser("ablate", help="each retrieval channel switched off in turn, with bootstrap intervals")
+    ablate.add_argument("--dataset", help="agent-facts.json (default: agent-facts/ in the datasets folder)")
+    ablate.add_argument("--locomo", type=int, default=0, metavar="N", help="also the first N LoCoMo conversations")
+    ablate.add_argument("--locomo-path", help="locomo10.json (default: locomo/ in the datasets folder)")
+
+    mixed = sub.add_parser("mixed", help="agent-facts and the first N LoCoMo conversations' turns in one scope")
+    mixed.add_argument("conversations", type=int, metavar="N")
+    mixed.add_argument("--dataset", help="agent-facts.json (default: agent-facts/ in the datasets folder)")
+    mixed.add_argument("--locomo-path", help="locomo10.json (default: locomo/ in the datasets folder)")
+
+    grid = sub.add_parser("fusion-grid", help="LoCoMo re-ranked under every fusion weighting of SPEC at once")
+    grid.add_argument("spec", help='weights and values to try, e.g. "neighbour=0.15,0.225 reply=0.4,0.6"')
+    grid.add_argument("--locomo-path", help="locomo10.json (default: locomo/ in the datasets folder)")
+    grid.add_argument("--conversations", type=int, help="only the first N conversations")
+    grid.add_argument("--questions", type=int, help="only the first N questions of each")
+    return parser
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(size < 1 for size in sizes):
+        raise ValueError("--sizes takes positive integers, e.g. 1000,10000")
+    return sizes
+
+
+def _plan(args: argparse.Namespace) -> Any:
+    """The experiment's coroutine, with every path and argument checked first.
+
+    Raises DatasetMissing or ValueError (with the sentence to print) before anything starts.
+    """
+    from lab import experiments
+
+    if args.experiment == "sweep":
+        return experiments.sweep_on_throwaway(datasets.dataset(datasets.AGENT_FACTS, args.dataset), _sizes(args.sizes))
+    if args.experiment == "ablate":
+        if args.locomo < 0:
+            raise ValueError("--locomo takes a number of conversations (0 or more)")
+        facts = datasets.dataset(datasets.AGENT_FACTS, args.dataset)
+        locomo = datasets.dataset(datasets.LOCOMO, args.locomo_path) if args.locomo else None
+        return experiments.ablation_on_throwaway(facts, locomo=locomo, conversations=args.locomo)
+    if args.experiment == "mixed":
+        if args.conversations < 1:
+            raise ValueError("mixed takes a number of LoCoMo conversations (1 or more)")
+        facts = datasets.dataset(datasets.AGENT_FACTS, args.dataset)
+        return experiments.mixed_on_throwaway(facts, datasets.dataset(datasets.LOCOMO, args.locomo_path),
+                                              args.conversations)
+    from lab import fusion_grid
+    from services.retrieval.settings import RetrievalSettings
+
+    retrieval = RetrievalSettings()
+    grid = fusion_grid.parse_grid(args.spec, retrieval.fusion)
+    path = datasets.dataset(datasets.LOCOMO, args.locomo_path)
+    return fusion_grid.run(path, grid, retrieval, conversations=args.conversations, questions=args.questions)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one experiment and print its JSON report; 0 when it ran, 2 for a bad argument or a
+    missing dataset (one line on stderr, nothing started)."""
+    args = _parser().parse_args(argv)
+    try:
+        job = _plan(args)
+    except (DatasetMissing, ValueError) as exc:
+        print(f"python -m lab {args.experiment}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    print(json.dumps(eventloop.run(job), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
