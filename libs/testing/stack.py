@@ -17,6 +17,7 @@ from libs.bus.client import BusClient
 from libs.service.registry import SERVICES
 from libs.service.runner import RunningService, start_service
 from libs.config import Settings
+from libs.contracts.verbs import verb as verb_spec
 from libs.embed import MiniLM
 from libs.store import access, admin
 from libs.supervisor.ports import free_port
@@ -115,8 +116,12 @@ class EchoStack:
         """A real MCP SDK client over HTTP with the bearer token."""
         return mcp_http_client(self.url, token)
 
-    async def admin_call(self, service: str, verb: str, args: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
-        """A bus request as the org's admin identity (what the CLI sends)."""
+    async def admin_call(
+        self, service: str, verb: str, args: dict[str, Any], timeout: float | None = None
+    ) -> dict[str, Any]:
+        """A bus request as the org's admin identity (what the CLI sends), by default with the verb's own time-out."""
+        if timeout is None:
+            timeout = float(getattr(self.settings.timeouts, verb_spec(service, verb).timeout))
         return await BusClient(self._admin_broker).call(
             caller=access.admin_caller(self.org),
             service=service, verb=verb, args=args, timeout=timeout,
