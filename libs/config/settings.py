@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     nats_port: int = Field(0, description="embedded nats-server port; 0 picks a free one")
     token: SecretStr | None = Field(None, description="bearer token the CLI and `echo-memory mcp` use")
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    backup_page_bytes: int = Field(
+        512 * 1024, ge=1024, le=960 * 1024,
+        description="encoded bytes per export page and import chunk (a NATS message carries 1 MiB)",
+    )
     log_level: str = Field("WARNING", description="log level of service processes")
     uvloop: bool = Field(True, description="run event loops on uvloop where it is installed (0: asyncio's own)")
 

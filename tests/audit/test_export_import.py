@@ -96,7 +96,7 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     await build_history(stack)
     target_org, target_url = registered_second_org
     file = tmp_path / "org.jsonl"
-    code, _, err = await cli("export", "--out", str(file), org=stack.org, nats_url=stack.nats_url)
+    code, _, err = await cli("export", "--out", str(file), "--progress", org=stack.org, nats_url=stack.nats_url)
     assert code == 0, err
     assert "exported" in err  # progress on stderr
     lines = file.read_text().splitlines()
