@@ -77,8 +77,8 @@ def apply_map(lines: list[str], id_map: dict[str, str]) -> list[str]:
     return out
 
 
-async def cli(*args: str, org: str, nats_url: str) -> tuple[int, str, str]:
-    env = {**os.environ, "ECHO_MEMORY_NATS_URL": nats_url, "ECHO_MEMORY_ORG": org}
+async def cli(*args: str, org: str, nats_url: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    env = {**os.environ, "ECHO_MEMORY_NATS_URL": nats_url, "ECHO_MEMORY_ORG": org, **(env or {})}
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "libs.cli", *args, env=env, cwd=ROOT,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
