@@ -246,3 +246,17 @@ async def test_export_and_import_need_the_admin_identity(stack: EchoStack) -> No
         assert caught.value.code == "invalid_argument"
     finally:
         await broker.stop()
+
+
+AGENT_FIELDS = ("owner_agent", "created_by", "agent_id")
+
+
+async def test_a_one_scope_export_lists_only_the_agents_its_rows_name(stack: EchoStack) -> None:
+    await build_history(stack)
+    settings = Settings(org=stack.org, nats_url=stack.nats_url)
+    records = [json.loads(line) for line in (await export_text(settings, scope="team-a")).splitlines()[1:-1]]
+    listed = {r["id"] for r in records if r["type"] == "agent"}
+    named = {r[f] for r in records if r["type"] != "agent" for f in AGENT_FIELDS if r.get(f)}
+    assert listed == named == {"claude-code"}
+    whole = [json.loads(line) for line in (await export_text(settings)).splitlines()[1:-1]]
+    assert {"claude-code", "cursor"} <= {r["id"] for r in whole if r["type"] == "agent"}
