@@ -1,32 +1,36 @@
 """`echo-memory why FACT_ID`, `echo-memory export`, `echo-memory import FILE` — over the bus, as the org admin.
 
-export streams pages from the audit service into JSON Lines (header, records, end line) and
-reports progress on stderr. import reads and checks the whole file here first — a foreign,
-malformed or truncated file is refused before anything is sent — then stages it in chunks and
-asks the audit service to restore it in one transaction.
+export streams byte-bounded pages from the audit service into JSON Lines (header, records, end
+line); `--resume` continues a file an interruption cut short. import reads and checks the whole
+file here first — a foreign, malformed or truncated file is refused before anything is sent — then
+stages it in byte-bounded chunks and asks the audit service to restore it in one transaction. The
+paging itself lives in libs/cli/backup.py; progress goes to stderr when it is a terminal.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
 from libs import eventloop
+from libs.cli.backup import (
+    PARTIAL_SUFFIX,
+    Call,
+    export_to,
+    import_lines,
+    read_export_file,
+    read_partial_export,
+    resume_paths,
+)
 from libs.config import Settings
-from libs.contracts.audit import SECTIONS, ExportFileError, ImportResult, WhyResult, parse_export
+from libs.contracts.audit import ExportFileError, WhyResult
 from libs.contracts.errors import EchoError
 
-Call = Callable[[str, str, dict[str, Any], float], Awaitable[dict[str, Any]]]
-
-EXPORT_PAGE = 1000
-# Staged chunks stay well under NATS's default 1 MB message limit.
-CHUNK_BYTES = 400_000
-CHUNK_LINES = 2000
+__all__ = ["admin_session", "export_to", "import_lines", "read_export_file", "register"]
 
 
 def register(sub: Any) -> None:
@@ -38,12 +42,16 @@ def register(sub: Any) -> None:
     export = sub.add_parser("export", help="everything (or one scope) as versioned JSON Lines")
     export.add_argument("--scope", help="one scope by its stored name (solo scopes: solo:<agent>)")
     export.add_argument("--out", help="file to write (default: standard output)")
-    export.set_defaults(func=lambda s, a: _run(s, "export", _export(s, a.scope, a.out)))
+    export.add_argument("--resume", metavar="FILE",
+                        help="continue an interrupted export of FILE (its --out path or its .partial file)")
+    export.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
+    export.set_defaults(func=lambda s, a: _run(s, "export", _export(s, a.scope, a.out, a.resume, a.progress)))
 
     imp = sub.add_parser("import", help="restore an export into an empty org or scope")
     imp.add_argument("file")
     imp.add_argument("--scope", help="restore the file's only scope under this name")
-    imp.set_defaults(func=lambda s, a: _run(s, "import", _import(s, a.file, a.scope)))
+    imp.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
+    imp.set_defaults(func=lambda s, a: _run(s, "import", _import(s, a.file, a.scope, a.progress)))
 
 
 def _run(settings: Settings, command: str, work: Awaitable[int]) -> int:
@@ -84,103 +92,53 @@ async def admin_session(settings: Settings) -> AsyncIterator[Call]:
         await broker.stop()
 
 
-# ---- export ------------------------------------------------------------------------------------
+# ---- export / import ---------------------------------------------------------------------------
 
 
-async def export_to(call: Call, out: TextIO, *, scope: str | None, progress: TextIO | None, timeout: float) -> dict[str, int]:
-    """Write a whole export to `out`; returns the records written per section."""
-    counts = dict.fromkeys(SECTIONS, 0)
-    expected: dict[str, int] = {}
-    cursor: str | None = None
-    while True:
-        args: dict[str, Any] = {"limit": EXPORT_PAGE, **({"scope": scope} if scope else {})}
-        if cursor:
-            args["cursor"] = cursor
-        page = await call("audit", "export", args, timeout)
-        if page.get("header"):
-            expected = page["header"]["counts"]
-            out.write(_line(page["header"]))
-        for record in page["records"]:
-            counts[record["type"]] += 1
-            out.write(_line(record))
-        if progress is not None:
-            done, total = sum(counts.values()), sum(expected.values())
-            progress.write(f"\rexported {done}/{total} records")
-            progress.flush()
-        cursor = page.get("next_cursor")
-        if not cursor:
-            break
-    out.write(_line({"type": "end", "counts": counts}))
-    if progress is not None:
-        progress.write("\n" + ", ".join(f"{n}: {c}" for n, c in counts.items() if c) + "\n")
-    return counts
+def progress_stream(asked: bool) -> TextIO | None:
+    """stderr when it is a terminal or `--progress` was given; otherwise no progress at all."""
+    return sys.stderr if asked or sys.stderr.isatty() else None
 
 
-def _line(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-async def _export(settings: Settings, scope: str | None, out: str | None) -> int:
-    async with admin_session(settings) as call:
-        if out is None:
-            await export_to(call, sys.stdout, scope=scope, progress=sys.stderr, timeout=settings.timeouts.bulk)
-            return 0
+async def _export(settings: Settings, scope: str | None, out: str | None, resume: str | None, progress: bool) -> int:
+    shown = progress_stream(progress)
+    options: dict[str, Any] = {"progress": shown, "timeout": settings.timeouts.bulk,
+                               "page_bytes": settings.backup_page_bytes}
+    if resume is not None:
+        if out is not None:
+            raise ExportFileError("--resume FILE continues FILE; do not pass --out with it")
+        partial, path = resume_paths(resume)
+        state = read_partial_export(partial)
+        if state.header["org"] != settings.org:
+            raise ExportFileError(f"{partial} is an export of org '{state.header['org']}', not '{settings.org}'")
+        if scope is not None and scope != state.header["scope"]:
+            raise ExportFileError(f"{partial} is an export of scope {state.header['scope']!r}, not {scope!r}")
+        with partial.open("r+b") as handle:
+            handle.truncate(state.complete_bytes)  # drop a line the interruption cut
+        async with admin_session(settings) as call:
+            with partial.open("a", encoding="utf-8") as handle:
+                await export_to(call, handle, scope=state.header["scope"], resume=state, **options)
+    elif out is None:
+        async with admin_session(settings) as call:
+            await export_to(call, sys.stdout, scope=scope, **options)
+        return 0
+    else:
         path = Path(out)
-        partial = path.with_name(path.name + ".partial")
-        with partial.open("w", encoding="utf-8") as handle:
-            await export_to(call, handle, scope=scope, progress=sys.stderr, timeout=settings.timeouts.bulk)
+        partial = path.with_name(path.name + PARTIAL_SUFFIX)
+        async with admin_session(settings) as call:
+            with partial.open("w", encoding="utf-8") as handle:
+                await export_to(call, handle, scope=scope, **options)
+    if partial != path:
         partial.replace(path)  # a failed export never leaves a file that looks complete
     print(f"wrote {path}", file=sys.stderr)
     return 0
 
 
-# ---- import ------------------------------------------------------------------------------------
-
-
-def read_export_file(path: str | Path) -> list[Any]:
-    """Every line of the file, JSON-decoded and checked as a whole export (raises ExportFileError)."""
-    lines: list[Any] = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                lines.append(json.loads(text))
-            except json.JSONDecodeError as exc:
-                raise ExportFileError(f"line {number} is not JSON ({exc.msg})") from None
-    parse_export(lines)
-    return lines
-
-
-async def import_lines(
-    call: Call, lines: list[Any], *, scope: str | None, progress: TextIO | None, timeout: float
-) -> ImportResult:
-    """Stage `lines` (already checked) in chunks, then restore them in one transaction."""
-    parse_export(lines)
-    import_id = str(uuid.uuid4())
-    start = 0
-    while start < len(lines):
-        size, end = 0, start
-        while end < len(lines) and end - start < CHUNK_LINES and (end == start or size < CHUNK_BYTES):
-            size += len(_line(lines[end]))
-            end += 1
-        await call("audit", "import_stage", {"import_id": import_id, "first_line": start, "lines": lines[start:end]},
-                   timeout)
-        start = end
-        if progress is not None:
-            progress.write(f"\rsent {start}/{len(lines)} lines")
-            progress.flush()
-    args: dict[str, Any] = {"import_id": import_id, **({"scope": scope} if scope else {})}
-    result = ImportResult.model_validate(await call("audit", "import", args, timeout))
-    if progress is not None:
-        progress.write("\n")
-    return result
-
-
-async def _import(settings: Settings, file: str, scope: str | None) -> int:
+async def _import(settings: Settings, file: str, scope: str | None, progress: bool) -> int:
     lines = read_export_file(file)
     async with admin_session(settings) as call:
-        result = await import_lines(call, lines, scope=scope, progress=sys.stderr, timeout=settings.timeouts.bulk)
+        result = await import_lines(call, lines, scope=scope, progress=progress_stream(progress),
+                                    timeout=settings.timeouts.bulk, chunk_bytes=settings.backup_page_bytes)
     print(json.dumps(result.model_dump(mode="json"), indent=2))
     kept = "kept" if result.ids_kept else f"remapped ({len(result.id_map)} ids, see id_map)"
     print(f"restored scopes {', '.join(result.scopes)}; ids {kept}; run `echo-memory reindex` to rebuild BM25 "

@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     workers: Workers = Field(default_factory=Workers)
     db_pool_size: int = Field(8, ge=1, description="Postgres connections per org in each service process")
+    backup_page_bytes: int = Field(
+        512 * 1024, ge=1024, le=960 * 1024,
+        description="encoded bytes per export page and import chunk (a NATS message carries 1 MiB)",
+    )
     log_level: str = Field("WARNING", description="log level of service processes")
     uvloop: bool = Field(True, description="run event loops on uvloop where it is installed (0: asyncio's own)")
 

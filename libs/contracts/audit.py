@@ -146,6 +146,19 @@ class WhyResult(BaseModel):
 EXPORT_FORMAT = "echo-memory-export"
 EXPORT_VERSION = 1
 MAX_EXPORT_PAGE = 5000
+# Export pages and import chunks are bounded in encoded bytes, because a NATS message is (1 MiB by
+# default). The default budget leaves room for many records of any size class; the ceiling is
+# what one message can carry once the envelope (caller, header, cursor) is added.
+EXPORT_PAGE_BYTES = 512 * 1024
+MAX_EXPORT_PAGE_BYTES = 1024 * 1024 - 64 * 1024
+MIN_EXPORT_PAGE_BYTES = 1024
+
+
+def wire_size(value: Any) -> int:
+    """Bytes `value` takes in a bus message: the bus encodes with pydantic's compact JSON."""
+    from pydantic_core import to_json
+
+    return len(to_json(value))
 
 
 class _Record(BaseModel):
@@ -342,10 +355,26 @@ class ExportTrailer(_Record):
     counts: dict[str, int]
 
 
+class ExportResume(StrictModel):
+    """Where an interrupted export file stops: its header's cutoff and its last complete record."""
+
+    cutoff: datetime = Field(description="the `cutoff` of the file's header")
+    after: dict[str, Any] | None = Field(
+        None, description="the file's last complete record; null when the file holds only the header"
+    )
+
+
 class ExportInput(StrictModel):
     scope: str | None = Field(None, max_length=100, description="one scope; default the whole org")
     cursor: str | None = Field(None, max_length=2000, description="next_cursor of the previous page")
-    limit: int = Field(500, ge=1, le=MAX_EXPORT_PAGE, description="records per page")
+    resume: ExportResume | None = Field(
+        None, description="continue a file cut short (instead of a cursor); the page carries no header"
+    )
+    limit: int = Field(500, ge=1, le=MAX_EXPORT_PAGE, description="records per page at most")
+    max_bytes: int = Field(
+        EXPORT_PAGE_BYTES, ge=MIN_EXPORT_PAGE_BYTES, le=MAX_EXPORT_PAGE_BYTES,
+        description="encoded bytes of the page's records at most; a larger single record travels alone",
+    )
 
 
 class ExportPage(BaseModel):

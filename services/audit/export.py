@@ -2,8 +2,11 @@
 
 Reads only. The first page fixes a `cutoff` (the transaction time) and carries the header with
 the number of records each section will hold; the cursor carries the cutoff, the section and the
-keyset, so the CLI can stream any size of store in bounded pages and show progress. Embeddings
-travel as base64 float32 so an import needs no model and restores them bit for bit.
+keyset, so the CLI can stream any size of store and show progress. A page is bounded in encoded
+bytes (`max_bytes`), never above what one bus message carries: a record that would pass the budget
+starts the next page, and a record larger than the budget travels alone. Embeddings travel as
+base64 float32 so an import needs no model and restores them bit for bit. `resume` continues a
+file cut short: the keyset is rebuilt from the file's cutoff and its last complete record.
 """
 
 from __future__ import annotations
@@ -18,11 +21,20 @@ import numpy as np
 import psycopg
 from pgvector import Vector
 from psycopg.rows import dict_row
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
-from libs.contracts.audit import EXPORT_VERSION, SECTIONS, ExportHeader, ExportInput, ExportPage, ExportRecord
+from libs.contracts.audit import (
+    EXPORT_VERSION,
+    MAX_EXPORT_PAGE_BYTES,
+    SECTIONS,
+    ExportHeader,
+    ExportInput,
+    ExportPage,
+    ExportRecord,
+    ExportResume,
+)
 from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument, NotFound
+from libs.contracts.errors import Internal, InvalidArgument, NotFound
 from libs.store.schema import read_version_async
 from services.audit import export_queries as xq
 from services.audit import queries as q
@@ -30,50 +42,114 @@ from services.audit.access import require_admin
 
 _RECORD: TypeAdapter[Any] = TypeAdapter(ExportRecord)
 _KEYS = ("k1", "k2", "k3")
+# Rows fetched per query: enough to fill a page of small records in one round trip, few enough
+# that the rows a full page leaves behind (fetched again by the next page) cost little.
+_FIRST_FETCH = 64
+_MAX_FETCH = 1000
 
 
 async def export_page(conn: psycopg.AsyncConnection, caller: Caller, args: ExportInput) -> ExportPage:
     """The next page of records; `header` on the first page, `next_cursor` null on the last.
 
+    The page's records encode to at most `args.max_bytes` bytes, except a single record larger
+    than that, which comes alone. A resumed export (`args.resume`) starts after the given record
+    and carries no header; its records are empty when the file only lacked its end line.
+
     Raises ScopeDenied unless the caller is the org admin; NotFound for an unknown scope;
-    InvalidArgument for a cursor that is malformed or belongs to another scope's export.
+    InvalidArgument for a cursor that is malformed or belongs to another scope's export, or a
+    resume record that is not an export record; Internal naming a record that encodes to more
+    than one bus message can carry.
     """
     require_admin(caller, "export")
+    if args.cursor and args.resume:
+        raise InvalidArgument("pass either cursor or resume, not both")
     if args.cursor:
         cutoff, section, key, scope_name = _decode(args.cursor)
         if scope_name != args.scope:
             raise InvalidArgument("this cursor belongs to an export of another scope; pass the same scope")
+    elif args.resume:
+        cutoff, scope_name = args.resume.cutoff, args.scope
+        section, key = await _resume_point(conn, args.resume)
     else:
         cutoff = (await (await conn.execute(xq.TRANSACTION_NOW)).fetchone())[0]  # type: ignore[index]
         section, key, scope_name = 0, None, args.scope
     params = await _params(conn, scope_name, cutoff)
     header = None
+    records: list[Any] = []
+    used = 0  # encoded bytes of `records`, each with its separating comma
+    full = False
     async with conn.cursor(row_factory=dict_row) as cur:
-        if not args.cursor:
-            counts = {}
-            for name in SECTIONS:
-                await cur.execute(xq.SECTION_COUNT[name], {**params, "first": True, **dict.fromkeys(_KEYS)})
-                row = await cur.fetchone()
-                counts[name] = int(row["count"]) if row else 0
-            header = ExportHeader(
-                version=EXPORT_VERSION, schema_version=await read_version_async(conn), org=caller.org,
-                scope=scope_name, exported_at=datetime.now(tz=UTC), cutoff=cutoff, counts=counts,
-            )
-        records: list[Any] = []
-        while section < len(SECTIONS) and len(records) < args.limit:
-            want = args.limit - len(records)
+        if not args.cursor and not args.resume:
+            header = await _header(conn, cur, caller, scope_name, cutoff, params)
+        while section < len(SECTIONS) and not full:
+            want = min(args.limit - len(records), _fetch_size(used, len(records), args.max_bytes))
             keys = dict(zip(_KEYS, key or [], strict=False))
             await cur.execute(xq.SECTION_SQL[SECTIONS[section]],
                               {**params, "first": key is None, **dict.fromkeys(_KEYS), **keys, "limit": want})
             rows = await cur.fetchall()
-            records += [_record(SECTIONS[section], r) for r in rows]
-            if len(rows) < want:
+            for row in rows:
+                record = _record(SECTIONS[section], row)
+                size = len(_RECORD.dump_json(record)) + 1
+                if used + size > args.max_bytes and records:
+                    full = True  # this record starts the next page
+                    break
+                if size > MAX_EXPORT_PAGE_BYTES:
+                    raise Internal(f"export cannot send {_name(record)}: it encodes to {size} bytes, more than one "
+                                   f"bus message carries ({MAX_EXPORT_PAGE_BYTES} bytes)")
+                records.append(record)
+                used += size
+                key = [_plain(row[k]) for k in _KEYS if k in row]
+                if used >= args.max_bytes or len(records) >= args.limit:
+                    full = True
+                    break
+            if not full and len(rows) < want:
                 section, key = section + 1, None
-            else:
-                key = [_plain(rows[-1][k]) for k in _KEYS if k in rows[-1]]
     done = section >= len(SECTIONS)
     return ExportPage(header=header, records=records,
                       next_cursor=None if done else _encode(cutoff, section, key, scope_name))
+
+
+def _fetch_size(used: int, count: int, budget: int) -> int:
+    """Rows to ask for: as many as the rest of the budget holds at this page's mean record size."""
+    if count == 0:
+        return _FIRST_FETCH
+    return max(1, min(_MAX_FETCH, (budget - used) * count // used + 1))
+
+
+async def _header(conn: psycopg.AsyncConnection, cur: psycopg.AsyncCursor[Any], caller: Caller,
+                  scope_name: str | None, cutoff: datetime, params: dict[str, Any]) -> ExportHeader:
+    counts = {}
+    for name in SECTIONS:
+        await cur.execute(xq.SECTION_COUNT[name], {**params, "first": True, **dict.fromkeys(_KEYS)})
+        row = await cur.fetchone()
+        counts[name] = int(row["count"]) if row else 0
+    return ExportHeader(
+        version=EXPORT_VERSION, schema_version=await read_version_async(conn), org=caller.org,
+        scope=scope_name, exported_at=datetime.now(tz=UTC), cutoff=cutoff, counts=counts,
+    )
+
+
+async def _resume_point(conn: psycopg.AsyncConnection, resume: ExportResume) -> tuple[int, list[Any] | None]:
+    """(section, keyset) just after the file's last record; the start of the first section without one."""
+    if resume.after is None:
+        return 0, None
+    try:
+        record = _RECORD.validate_python(resume.after)
+    except ValidationError:
+        raise InvalidArgument("resume.after is not a record of an export file") from None
+    key = [_plain(getattr(record, name)) for name in xq.RESUME_KEY_FIELDS[record.type]]
+    if record.type == "read_result":
+        row = await (await conn.execute(xq.READ_CREATED_AT, {"id": record.read_id})).fetchone()
+        if row is None:
+            raise InvalidArgument(f"resume.after names read {record.read_id}, which this org does not hold")
+        key = [_plain(row[0]), *key]
+    return SECTIONS.index(record.type), key
+
+
+def _name(record: Any) -> str:
+    """The record as a person can look it up: its type and id (or the ids that key it)."""
+    fields = ("id",) if hasattr(record, "id") else xq.RESUME_KEY_FIELDS[record.type][-2:]
+    return f"{record.type} {'/'.join(str(getattr(record, f)) for f in fields)}"
 
 
 async def _params(conn: psycopg.AsyncConnection, scope_name: str | None, cutoff: datetime) -> dict[str, Any]:

@@ -9,6 +9,21 @@ only for a whole-org export: org-level rows (documents, unscoped audit rows) com
 
 _KEY2 = "(%(first)s OR ({cols}) > (%(k1)s::timestamptz, %(k2)s::{t2}))"
 
+# A one-scope export lists only the agents its rows name: the owner, writers, readers and savers.
+_SCOPE_AGENTS = """
+SELECT owner_agent FROM scopes WHERE id = ANY(%(scope_ids)s) AND owner_agent IS NOT NULL
+UNION SELECT created_by FROM entities WHERE scope_id = ANY(%(scope_ids)s) AND created_at <= %(cutoff)s
+UNION SELECT agent_id FROM episodes WHERE scope_id = ANY(%(scope_ids)s) AND written_at <= %(cutoff)s
+UNION SELECT agent_id FROM facts WHERE scope_id = ANY(%(scope_ids)s) AND written_at <= %(cutoff)s
+UNION SELECT agent_id FROM audit_log WHERE scope_id = ANY(%(scope_ids)s) AND created_at <= %(cutoff)s
+UNION SELECT rs.agent_id FROM recall_saves rs JOIN facts f ON f.id = rs.fact_id
+      WHERE f.scope_id = ANY(%(scope_ids)s) AND rs.created_at <= %(cutoff)s
+UNION SELECT r.agent_id FROM reads r
+      WHERE r.created_at <= %(cutoff)s AND (r.scopes && %(scope_names)s::text[]
+            OR r.id IN (SELECT rs.read_id FROM recall_saves rs JOIN facts f ON f.id = rs.fact_id
+                        WHERE f.scope_id = ANY(%(scope_ids)s)))
+"""
+
 SECTION_SQL: dict[str, str] = {
     "scope": """
 SELECT id, name, kind, owner_agent, description, readers, writers, retention_days, created_at,
@@ -22,7 +37,9 @@ ORDER BY created_at, id LIMIT %(limit)s
     "agent": """
 SELECT id, description, created_at, created_at AS k1, id AS k2
 FROM agents
-WHERE created_at <= %(cutoff)s AND """ + _KEY2.format(cols="created_at, id", t2="text") + """
+WHERE created_at <= %(cutoff)s
+  AND (%(full)s OR id IN (""" + _SCOPE_AGENTS + """))
+  AND """ + _KEY2.format(cols="created_at, id", t2="text") + """
 ORDER BY created_at, id LIMIT %(limit)s
 """,
     "entity": """
@@ -118,6 +135,17 @@ SECTION_COUNT: dict[str, str] = {
 }
 
 TRANSACTION_NOW = "SELECT now()"
+
+# The record fields that hold each section's keyset (`k1`, `k2`[, `k3`] above), so an export can
+# continue after the last record of a file cut short. A read result's `k1` is its read's time.
+RESUME_KEY_FIELDS: dict[str, tuple[str, ...]] = {
+    "scope": ("created_at", "id"), "agent": ("created_at", "id"), "entity": ("created_at", "id"),
+    "alias": ("created_at", "entity_id", "alias"), "episode": ("written_at", "id"), "fact": ("written_at", "id"),
+    "read": ("created_at", "id"), "read_result": ("read_id", "item_id"), "recall_save": ("created_at", "id"),
+    "document": ("registered_at", "id"), "document_ingestion": ("ingested_at", "document_id", "agent_id"),
+    "audit": ("created_at", "id"),
+}
+READ_CREATED_AT = "SELECT created_at FROM reads WHERE id = %(id)s::uuid"
 
 # ---- import ------------------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ _SCOPE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 # Fields holding ids of each record type (besides its own `id`), remapped together with the ids.
 _ID_FIELDS = ("scope_id", "episode_id", "source_entity", "target_entity", "supersedes", "entity_id",
               "read_id", "item_id", "fact_id", "document_id")
+_BATCH = 500  # rows per executemany: one pipeline round trip instead of one per row
 _INSERT = {
     "agent": xq.INSERT_AGENT, "entity": xq.INSERT_ENTITY, "alias": xq.INSERT_ALIAS, "episode": xq.INSERT_EPISODE,
     "fact": xq.INSERT_FACT, "read": xq.INSERT_READ, "read_result": xq.INSERT_READ_RESULT,
@@ -82,8 +83,7 @@ async def import_restore(conn: psycopg.AsyncConnection, caller: Caller, args: Im
         raise SchemaTooNew(f"the file comes from schema version {parsed.header.schema_version}, newer than this "
                            f"code ({CODE_SCHEMA_VERSION}): upgrade echo-mem before importing it")
     plan = await _plan(conn, parsed, args.scope)
-    for record in parsed.records:
-        await _insert(conn, record, plan)
+    await _insert_all(conn, parsed.records, plan)
     if plan.keep_audit_ids:
         await conn.execute(xq.AUDIT_SEQUENCE_CATCH_UP)
     await conn.execute(xq.STAGE_DROP, (import_id,))
@@ -155,7 +155,33 @@ async def _plan(conn: psycopg.AsyncConnection, parsed: ParsedExport, rename: str
     return plan
 
 
-async def _insert(conn: psycopg.AsyncConnection, record: Any, plan: _Plan) -> None:
+async def _insert_all(conn: psycopg.AsyncConnection, records: list[Any], plan: _Plan) -> None:
+    """Insert every record in file order; runs of one type go in batches (one round trip each)."""
+    batch_sql: str | None = None
+    batch: list[dict[str, Any]] = []
+    for record in records:
+        row = None if _alone(record, plan) else _row(record, plan)
+        if batch and (row is None or row[0] != batch_sql or len(batch) >= _BATCH):
+            async with conn.cursor() as cur:
+                await cur.executemany(batch_sql, batch)  # type: ignore[arg-type]
+            batch = []
+        if row is None:
+            await _insert_alone(conn, record, plan)
+        else:
+            batch_sql = row[0]
+            batch.append(row[1])
+    if batch:
+        async with conn.cursor() as cur:
+            await cur.executemany(batch_sql, batch)  # type: ignore[arg-type]
+
+
+def _alone(record: Any, plan: _Plan) -> bool:
+    """A scope, or an audit row taking a new id (its id goes into the plan), is inserted on its own."""
+    return record.type == "scope" or (record.type == "audit" and not plan.keep_audit_ids)
+
+
+def _row(record: Any, plan: _Plan) -> tuple[str, dict[str, Any]]:
+    """The statement and the bind values that restore `record`, every id mapped by `plan`."""
     data = record.model_dump(exclude={"type"})
     own_id = data.get("id")
     for name in _ID_FIELDS:
@@ -165,15 +191,6 @@ async def _insert(conn: psycopg.AsyncConnection, record: Any, plan: _Plan) -> No
         data["id"] = plan.ids[str(own_id)]
     if "embedding" in data:
         data["embedding"] = _vector(data["embedding"])
-    if record.type == "scope":
-        data.update(id=plan.ids.get(record.id, record.id), name=plan.names[record.id])
-        if record.name != data["name"]:  # a renamed scope becomes a named scope nobody owns
-            data.update(kind=SHARED if data["name"] == SHARED else "named", owner_agent=None)
-        await conn.execute(xq.UPDATE_SCOPE if record.id in plan.existing_scopes else xq.INSERT_SCOPE, data)
-        if record.embedding_model:  # the restored vectors' model, so a mismatch is still flagged
-            await conn.execute(embedding_models.REPLACE, {"scope_id": data["id"], "model": record.embedding_model})
-        plan.ids[record.id] = data["id"]
-        return
     if record.type == "episode":
         data["metadata"] = Jsonb(data["metadata"])
     if record.type == "read":
@@ -181,12 +198,25 @@ async def _insert(conn: psycopg.AsyncConnection, record: Any, plan: _Plan) -> No
     if record.type == "audit":
         data["before"] = Jsonb(plan.map(data["before"])) if data["before"] is not None else None
         data["after"] = Jsonb(plan.map(data["after"])) if data["after"] is not None else None
-        sql = xq.INSERT_AUDIT_KEEP_ID if plan.keep_audit_ids else xq.INSERT_AUDIT_NEW_ID
+        return (xq.INSERT_AUDIT_KEEP_ID if plan.keep_audit_ids else xq.INSERT_AUDIT_NEW_ID), data
+    return _INSERT[record.type], data
+
+
+async def _insert_alone(conn: psycopg.AsyncConnection, record: Any, plan: _Plan) -> None:
+    if record.type != "scope":  # an audit row under a new id
+        sql, data = _row(record, plan)
         row = await (await conn.execute(sql, data)).fetchone()
-        if row and row[0] != own_id:
-            plan.ids[f"audit:{own_id}"] = f"audit:{row[0]}"
+        if row and row[0] != record.id:
+            plan.ids[f"audit:{record.id}"] = f"audit:{row[0]}"
         return
-    await conn.execute(_INSERT[record.type], data)
+    data = record.model_dump(exclude={"type"})
+    data.update(id=plan.ids.get(record.id, record.id), name=plan.names[record.id])
+    if record.name != data["name"]:  # a renamed scope becomes a named scope nobody owns
+        data.update(kind=SHARED if data["name"] == SHARED else "named", owner_agent=None)
+    await conn.execute(xq.UPDATE_SCOPE if record.id in plan.existing_scopes else xq.INSERT_SCOPE, data)
+    if record.embedding_model:  # the restored vectors' model, so a mismatch is still flagged
+        await conn.execute(embedding_models.REPLACE, {"scope_id": data["id"], "model": record.embedding_model})
+    plan.ids[record.id] = data["id"]
 
 
 def _vector(value: str | None) -> np.ndarray | None:

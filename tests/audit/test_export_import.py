@@ -77,8 +77,8 @@ def apply_map(lines: list[str], id_map: dict[str, str]) -> list[str]:
     return out
 
 
-async def cli(*args: str, org: str, nats_url: str) -> tuple[int, str, str]:
-    env = {**os.environ, "ECHO_MEMORY_NATS_URL": nats_url, "ECHO_MEMORY_ORG": org}
+async def cli(*args: str, org: str, nats_url: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    env = {**os.environ, "ECHO_MEMORY_NATS_URL": nats_url, "ECHO_MEMORY_ORG": org, **(env or {})}
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "libs.cli", *args, env=env, cwd=ROOT,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
@@ -96,7 +96,7 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     await build_history(stack)
     target_org, target_url = registered_second_org
     file = tmp_path / "org.jsonl"
-    code, _, err = await cli("export", "--out", str(file), org=stack.org, nats_url=stack.nats_url)
+    code, _, err = await cli("export", "--out", str(file), "--progress", org=stack.org, nats_url=stack.nats_url)
     assert code == 0, err
     assert "exported" in err  # progress on stderr
     lines = file.read_text().splitlines()
@@ -246,3 +246,17 @@ async def test_export_and_import_need_the_admin_identity(stack: EchoStack) -> No
         assert caught.value.code == "invalid_argument"
     finally:
         await broker.stop()
+
+
+AGENT_FIELDS = ("owner_agent", "created_by", "agent_id")
+
+
+async def test_a_one_scope_export_lists_only_the_agents_its_rows_name(stack: EchoStack) -> None:
+    await build_history(stack)
+    settings = Settings(org=stack.org, nats_url=stack.nats_url)
+    records = [json.loads(line) for line in (await export_text(settings, scope="team-a")).splitlines()[1:-1]]
+    listed = {r["id"] for r in records if r["type"] == "agent"}
+    named = {r[f] for r in records if r["type"] != "agent" for f in AGENT_FIELDS if r.get(f)}
+    assert listed == named == {"claude-code"}
+    whole = [json.loads(line) for line in (await export_text(settings)).splitlines()[1:-1]]
+    assert {"claude-code", "cursor"} <= {r["id"] for r in whole if r["type"] == "agent"}
