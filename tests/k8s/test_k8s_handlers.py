@@ -282,3 +282,23 @@ async def test_org_name_taken_by_another_database_is_a_conflict(memo: kopf.Memo)
                                  logger=logging.getLogger("t"))
     assert conditions.is_true(patch["status"], conditions.READY)
     assert backend.registered["acme"] == "postgresql://me:pw@mine.ns1.svc:5432/echo"
+
+
+def test_operator_settings_come_from_the_environment_through_pydantic_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pydantic import ValidationError
+
+    monkeypatch.setenv("ECHO_OPERATOR_NAMESPACES", "team-a, team-b")
+    monkeypatch.setenv("ECHO_OPERATOR_LIVENESS", "")
+    monkeypatch.setenv("ECHO_OPERATOR_RESYNC_SECONDS", "7.5")
+    monkeypatch.setenv("ECHO_MEMORY_NATS_URL", "nats://bus:4222")
+    config = OperatorConfig.from_env()
+    assert config.namespaces == ("team-a", "team-b") and config.liveness_endpoint is None
+    assert config.resync_seconds == 7.5 and config.nats_url == "nats://bus:4222"
+    # A given mapping (a rendered chart's env) wins over the process environment.
+    given = OperatorConfig.from_env({"ECHO_OPERATOR_IMAGE": "reg/echo:2", "ECHO_OPERATOR_NAMESPACES": "ops"})
+    assert given.image == "reg/echo:2" and given.namespaces == ("ops",)
+    monkeypatch.setenv("ECHO_OPERATOR_RESYNC_SECONDS", "soon")
+    with pytest.raises(ValidationError, match="resync_seconds"):
+        OperatorConfig.from_env()
