@@ -1,8 +1,8 @@
 """Process settings of the operator, read once from the environment.
 
-Read with pydantic-settings like every other process. Only deployment facts come from the environment (the image to run migrations
-with, the NATS URL, the resync period); everything about an org comes from
-its custom resource.  ``__main__`` builds one :class:`OperatorConfig` and
+Read with pydantic-settings like every other process. Only deployment facts
+come from the environment (the image to run migrations with, the NATS URL,
+the resync period); everything about an org comes from its custom resource.  ``__main__`` builds one :class:`OperatorConfig` and
 hands it to :func:`echo_operator.handlers.build_registry` and to kopf's memo.
 """
 
