@@ -79,7 +79,7 @@ def _plan(args: argparse.Namespace) -> Any:
         return experiments.mixed_on_throwaway(facts, datasets.dataset(datasets.LOCOMO, args.locomo_path),
                                               args.conversations)
     from lab import fusion_grid
-    from services.retrieval.settings import RetrievalSettings
+    from libs.config.retrieval import RetrievalSettings
 
     retrieval = RetrievalSettings()
     grid = fusion_grid.parse_grid(args.spec, retrieval.fusion)

@@ -32,7 +32,7 @@ from typing import Any
 from libs.eval import agent_facts, synthetic
 from libs.eval.metrics import bootstrap_ci
 from libs.eval.runner import Call, new_scope, progress, rank_agent_facts, write_agent_facts
-from libs.eval.system import restart_service, stack_call, throwaway_stack
+from libs.eval.system import channel_settings, restart_service, stack_call, throwaway_stack
 
 ALL_CHANNELS = ("dense", "lexical", "graph", "neighbour")
 DEFAULT_SWEEP = (1_000, 10_000)
@@ -195,7 +195,7 @@ async def ablation_on_throwaway(
     """`run_ablation` on a system started for it; retrieval is restarted there for each channel set."""
     async with throwaway_stack() as stack:
         async def restart(channels: str | None) -> None:
-            await restart_service(stack, "retrieval", ECHO_MEMORY_CHANNELS=channels)
+            await restart_service(stack, "retrieval", retrieval=channel_settings(channels))
 
         return await run_ablation(stack_call(stack), restart, path, locomo=locomo, conversations=conversations,
                                   show=True)

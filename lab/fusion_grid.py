@@ -36,7 +36,7 @@ from libs.testing import EchoStack
 from services.retrieval import search
 from services.retrieval.channels import Pool
 from services.retrieval.fusion import fuse
-from services.retrieval.settings import FusionWeights, RetrievalSettings
+from libs.config.retrieval import FusionWeights, RetrievalSettings
 
 K = 10
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lab.experiments import ALL_CHANNELS, run_ablation, run_mixed, run_sweep
-from libs.eval.system import restart_service
+from libs.eval.system import channel_settings, restart_service
 from libs.testing import EchoStack
 
 pytestmark = pytest.mark.datasets
@@ -57,7 +57,7 @@ async def test_ablation_switches_each_channel_off_and_restores_them(stack: EchoS
     seen: list[tuple[str | None, str | None]] = []
 
     async def restart(channels: str | None) -> None:
-        await restart_service(stack, "retrieval", ECHO_MEMORY_CHANNELS=channels)
+        await restart_service(stack, "retrieval", retrieval=channel_settings(channels))
         # What the restarted service says about its lexical channel proves the setting took.
         probe = await stack.admin_call("retrieval", "query_memory", {"query": "which database do we use?"})
         seen.append((channels, probe["lexical"]))
@@ -66,7 +66,7 @@ async def test_ablation_switches_each_channel_off_and_restores_them(stack: EchoS
     configs = report["configs"]
     assert [c["config"] for c in configs] == ["all channels"] + [f"without {c}" for c in ALL_CHANNELS]
     assert [lexical for _, lexical in seen] == ["bm25", "bm25", None, "bm25", "bm25", "bm25"]
-    assert seen[-1][0] is None and "ECHO_MEMORY_CHANNELS" not in os.environ  # back to the defaults
+    assert seen[-1][0] is None and stack.settings.retrieval.channels == ALL_CHANNELS  # back to the defaults
     assert "mrr_vs_all" not in configs[0]["agent_facts"]
     without_dense = next(c for c in configs if c["config"] == "without dense")
     assert without_dense["channels"] == ["lexical", "graph", "neighbour"]

@@ -13,7 +13,7 @@ import pytest
 from lab import fusion_grid
 from libs.testing import EchoStack
 from services.retrieval.fusion import fuse
-from services.retrieval.settings import FusionWeights, RetrievalSettings
+from libs.config.retrieval import FusionWeights, RetrievalSettings
 
 
 def test_grid_spec_gives_every_combination_with_the_service_first() -> None:

@@ -8,6 +8,8 @@ import platformdirs
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from libs.config.retrieval import RetrievalSettings
+
 
 def default_home() -> Path:
     """The user's data directory for Echo Memory (overridden by ECHO_MEMORY_HOME)."""
@@ -62,6 +64,7 @@ class Settings(BaseSettings):
     token: SecretStr | None = Field(None, description="bearer token the CLI and `echo-memory mcp` use")
     timeouts: Timeouts = Field(default_factory=Timeouts)
     workers: Workers = Field(default_factory=Workers)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     db_pool_size: int = Field(8, ge=1, description="Postgres connections per org in each service process")
     backup_page_bytes: int = Field(
         512 * 1024, ge=1024, le=960 * 1024,

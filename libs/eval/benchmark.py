@@ -443,14 +443,14 @@ def _concurrency(settings: Any, args: Any, sizes: list[int]) -> int:
 
 async def _throwaway(args: Any, sizes: list[int]) -> dict[str, Any]:
     from libs.eval.runner import new_scope
-    from libs.eval.system import restart_service, stack_call, throwaway_stack
+    from libs.eval.system import channel_settings, restart_service, stack_call, throwaway_stack
 
     async with throwaway_stack() as stack:
         call = stack_call(stack, timeout=120)
         scope = await new_scope(call, "bench")
         token = await asyncio.to_thread(stack.issue_token, "benchmark", [scope], [scope])
         async def restart(channels: str | None) -> None:
-            await restart_service(stack, "retrieval", ECHO_MEMORY_CHANNELS=channels)
+            await restart_service(stack, "retrieval", retrieval=channel_settings(channels))
 
         target = Target(
             mcp=lambda: stack.client(token), bus=call, database_url=stack.database_url, restart_retrieval=restart,

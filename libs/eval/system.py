@@ -11,12 +11,14 @@ same real Postgres, NATS and HTTP edge, one Python process instead of one per se
 from __future__ import annotations
 
 import asyncio
-import os
+import json
 import shutil
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+from libs.config.edge import EdgeSettings
+from libs.config.retrieval import RetrievalSettings
 from libs.embed import MiniLM
 from libs.store.schema import apply_migrations
 from libs.supervisor.nats import NatsServer
@@ -27,35 +29,19 @@ from libs.testing import EchoStack, server_dir
 ORG = "bench"
 
 
-@contextmanager
-def environment(**values: str | None) -> Iterator[None]:
-    """Set (or, with None, remove) ECHO_MEMORY_* variables for the block, then restore them.
-
-    Services read their settings from the environment when they start; this is how a harness
-    run starts one with, e.g., a channel switched off, without leaking the value afterwards.
-    """
-    saved = {key: os.environ.get(key) for key in values}
-    try:
-        for key, value in values.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+def channel_settings(channels: str | None) -> RetrievalSettings:
+    """Retrieval settings with only the channels in the JSON list `channels` on (None: every channel)."""
+    if channels is None:
+        return RetrievalSettings()
+    return RetrievalSettings(channels=tuple(json.loads(channels)))
 
 
 @asynccontextmanager
 async def throwaway_stack(embedder: MiniLM | None = None) -> AsyncIterator[EchoStack]:
     """A running system on fresh servers; yields the EchoStack, stops and deletes everything on exit.
 
-    The edge's per-token rate limit is switched off (ECHO_MEMORY_EDGE_RATE_PER_MINUTE=0) for the
-    stack's lifetime: a benchmark makes thousands of calls with one token on purpose.
+    The edge's per-token rate limit is switched off for the stack: a benchmark makes thousands of
+    calls with one token on purpose.
     """
     base = server_dir("harness")
     pg = EmbeddedPostgres(base / "postgres", free_port(), durable=False)
@@ -64,11 +50,11 @@ async def throwaway_stack(embedder: MiniLM | None = None) -> AsyncIterator[EchoS
         await asyncio.to_thread(pg.start)
         await asyncio.to_thread(apply_migrations, pg.url())
         await asyncio.to_thread(nats.start)
-        with environment(ECHO_MEMORY_EDGE_RATE_PER_MINUTE="0"):
-            async with EchoStack(
-                database_url=pg.url(), nats_url=nats.url, org=ORG, embedder=embedder or MiniLM()
-            ) as stack:
-                yield stack
+        async with EchoStack(
+            database_url=pg.url(), nats_url=nats.url, org=ORG, embedder=embedder or MiniLM(),
+            edge=EdgeSettings(rate_per_minute=0),
+        ) as stack:
+            yield stack
     finally:
         nats.stop()
         await asyncio.to_thread(pg.stop)
@@ -80,17 +66,20 @@ async def throwaway_stack(embedder: MiniLM | None = None) -> AsyncIterator[EchoS
 PROBE_VERBS = {"retrieval": "query_memory", "writes": "write_episode"}
 
 
-async def restart_service(stack: EchoStack, name: str, timeout: float = 15, **env: str | None) -> None:
-    """Restart one in-process service with the given ECHO_MEMORY_* values in its environment.
+async def restart_service(
+    stack: EchoStack, name: str, timeout: float = 15, *, retrieval: RetrievalSettings | None = None
+) -> None:
+    """Restart one in-process service, with `retrieval` as the stack's retrieval settings when given.
 
     Returns once the new instance answers requests: its subscription travels on its own NATS
     connection, so a request sent right after start-up could otherwise meet no responders.
     """
     from libs.contracts.errors import EchoError, Unavailable
 
-    with environment(**env):
-        await stack.stop(name)
-        await stack.start(name)
+    if retrieval is not None:
+        stack.settings = stack.settings.model_copy(update={"retrieval": retrieval})
+    await stack.stop(name)
+    await stack.start(name)
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         try:

@@ -11,12 +11,14 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import SecretStr
+from pydantic_settings import BaseSettings
 
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.service.registry import SERVICES
 from libs.service.runner import RunningService, start_service
 from libs.config import Settings
+from libs.config.retrieval import RetrievalSettings
 from libs.contracts.verbs import verb as verb_spec
 from libs.embed import MiniLM
 from libs.store import access, admin
@@ -52,7 +54,11 @@ class EchoStack:
         org: str,
         embedder: MiniLM,
         services: tuple[str, ...] | None = None,
+        retrieval: RetrievalSettings | None = None,
+        edge: BaseSettings | None = None,
     ) -> None:
+        """`retrieval` configures the retrieval service, `edge` the edge's limits (an `EdgeSettings`)."""
+        self.edge_settings = edge
         self.database_url = database_url
         self.nats_url = nats_url
         self.org = org
@@ -63,6 +69,7 @@ class EchoStack:
             database_url=SecretStr(database_url),
             nats_url=nats_url,
             edge_port=free_port(),
+            retrieval=retrieval or RetrievalSettings(),
         )
         self.running: dict[str, RunningService] = {}
         self.edge: Any = None
@@ -74,7 +81,7 @@ class EchoStack:
                 await self.start(info.name)
         from services.edge.app import start_edge
 
-        self.edge = await start_edge(self.settings)
+        self.edge = await start_edge(self.settings, self.edge_settings)  # type: ignore[arg-type]
         self._admin_broker = make_broker(self.nats_url)
         await self._admin_broker.start()
         return self

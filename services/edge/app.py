@@ -33,7 +33,7 @@ from libs.contracts.errors import EchoError, Unauthenticated
 from libs.telemetry import setup_tracing
 from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
 from services.edge.instructions import SERVER_INSTRUCTIONS
-from services.edge.settings import EdgeSettings
+from libs.config.edge import EdgeSettings
 from services.edge.tools import EdgeGuards, client_name, register_tools
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ from services.edge.limits import RateLimiter, cap_max_tokens
 from services.edge.metrics import EdgeMetrics
 from services.edge.render import render_recall, strip_delimiters
 from services.edge.schemas import client_output_schema
-from services.edge.settings import EdgeSettings
+from libs.config.edge import EdgeSettings
 
 CallerSource = Callable[[Context], Caller]
 

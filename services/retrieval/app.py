@@ -6,12 +6,11 @@ from libs.contracts.query import QueryMemoryInput, QueryMemoryResult
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route
 from services.retrieval.search import query_memory
-from services.retrieval.settings import RetrievalSettings
 
 
 def routes(ctx: ServiceContext) -> list[Route]:
     ctx.model()  # queries are embedded: refuse to start without the model
-    settings = RetrievalSettings()  # read once, at start (ECHO_MEMORY_LEXICAL_BM25, fusion weights)
+    settings = ctx.settings.retrieval  # built once at the entry point (ECHO_MEMORY_RETRIEVAL__*)
 
     async def handle_query_memory(rc: RequestContext, args: QueryMemoryInput) -> QueryMemoryResult:
         """Ranked facts (and evidence) for the query; the side channels run on a second connection."""

@@ -112,7 +112,7 @@ def lexical_mode(corpus: Corpus | None, name: str, bm25_enabled: bool) -> Lexica
     An empty corpus counts as BM25 (there is nothing to rank either way).
     """
     if not bm25_enabled:
-        return LexicalMode("ts_rank", "BM25 is switched off (ECHO_MEMORY_LEXICAL_BM25=0)")
+        return LexicalMode("ts_rank", "BM25 is switched off (ECHO_MEMORY_RETRIEVAL__LEXICAL_BM25=0)")
     corpus = corpus or Corpus()
     if corpus.scopes_with_stats == 0:
         if corpus.has_rows:

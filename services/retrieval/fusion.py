@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from services.retrieval.channels import Candidate, Pool
-from services.retrieval.settings import FusionWeights
+from libs.config.retrieval import FusionWeights
 
 # A candidate earns the coordination boost when it matches this many distinct query terms, or
 # every term of a shorter query (so a one-word identifier lookup still counts as exact).

@@ -27,9 +27,8 @@ from libs.telemetry import db_span
 from services.retrieval import channels as ch
 from services.retrieval import queries as q
 from services.retrieval.fusion import channels_of, fuse
-from services.retrieval.settings import RetrievalSettings
+from libs.config.retrieval import RetrievalSettings
 
-_DEFAULT_SETTINGS = RetrievalSettings()
 
 
 # Opens a second, read-only connection to the same org database (see `_candidates`).
@@ -52,7 +51,7 @@ async def query_memory(
     `side`, when given, opens a second connection so two groups of channels run at once; the
     read log is always written on `conn`, in the request's transaction.
     """
-    settings = settings or _DEFAULT_SETTINGS
+    settings = settings or RetrievalSettings()  # the defaults; the service passes its configured section
     query = (args.query or "").strip()
     about = [name.strip() for name in (args.about or [])]
     if any(not name for name in about):

@@ -12,7 +12,7 @@ from libs.supervisor.ports import free_port
 from libs.testing import EchoStack
 from libs.testing import mcp_http_client as mcp_client  # noqa: F401  (the edge tests' name for it)
 from services.edge.app import RunningEdge, start_edge
-from services.edge.settings import EdgeSettings
+from libs.config.edge import EdgeSettings
 
 
 @asynccontextmanager

@@ -11,7 +11,7 @@ from libs.supervisor.nats import NatsServer
 from libs.supervisor.ports import free_port
 from libs.testing import EchoStack, server_dir
 from services.edge.app import start_edge
-from services.edge.settings import EdgeSettings
+from libs.config.edge import EdgeSettings
 
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

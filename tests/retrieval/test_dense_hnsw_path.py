@@ -11,7 +11,7 @@ from libs.contracts.query import QueryMemoryInput
 from libs.embed import MiniLM
 from libs.testing import EchoStack
 from services.retrieval.search import query_memory
-from services.retrieval.settings import RetrievalSettings
+from libs.config.retrieval import RetrievalSettings
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 TOPICS = ["billing", "search", "auth", "deploys", "payroll", "metrics", "email", "storage"]

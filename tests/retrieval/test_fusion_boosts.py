@@ -13,7 +13,7 @@ from libs.testing import EchoStack
 from services.retrieval import queries as q
 from services.retrieval.channels import Candidate, proximity
 from services.retrieval.fusion import fuse
-from services.retrieval.settings import FusionWeights
+from libs.config.retrieval import FusionWeights
 
 DOCS = ["Alice: the kiln fired my vase", "Bob: my vase fired in the kiln", "Carol: I bought a vase"]
 

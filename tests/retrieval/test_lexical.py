@@ -12,7 +12,7 @@ from libs.embed import MiniLM
 from libs.testing import EchoStack
 from services.retrieval import queries as q
 from services.retrieval.search import query_memory
-from services.retrieval.settings import RetrievalSettings
+from libs.config import load_settings
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 DOCS = ["Alice: the kiln fired my vase", "Bob: the kiln is hot hot", "Carol: I bought a vase"]
@@ -110,15 +110,15 @@ async def test_rows_without_statistics_fall_back_to_ts_rank_instead_of_matching_
 
 async def test_env_switch_forces_the_fallback(stack: EchoStack, embedder: MiniLM, monkeypatch) -> None:
     await _import(stack)
-    monkeypatch.setenv("ECHO_MEMORY_LEXICAL_BM25", "0")
-    settings = RetrievalSettings()
+    monkeypatch.setenv("ECHO_MEMORY_RETRIEVAL__LEXICAL_BM25", "0")
+    settings = load_settings().retrieval  # the switch reaches the service through the one settings tree
     async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
         from pgvector.psycopg import register_vector_async
 
         await register_vector_async(conn)
         result = await query_memory(conn, ADMIN, QueryMemoryInput(query="kiln"), embedder, settings)
     assert result.lexical == "ts_rank"
-    assert "ECHO_MEMORY_LEXICAL_BM25=0" in (result.note or "")
+    assert "ECHO_MEMORY_RETRIEVAL__LEXICAL_BM25=0" in (result.note or "")
 
 
 async def test_reindex_embeddings_pages_through_the_scope(stack: EchoStack) -> None:

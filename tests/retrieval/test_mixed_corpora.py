@@ -8,7 +8,7 @@ from libs.eval import agent_facts
 from libs.testing import EchoStack
 from services.retrieval.channels import Candidate
 from services.retrieval.fusion import fuse
-from services.retrieval.settings import FusionWeights
+from libs.config.retrieval import FusionWeights
 
 ON = ("dense", "lexical", "neighbour")
 

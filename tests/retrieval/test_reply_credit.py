@@ -14,7 +14,7 @@ from services.retrieval import queries as q
 from services.retrieval.channels import Candidate
 from services.retrieval.fusion import fuse
 from services.retrieval.search import query_memory
-from services.retrieval.settings import FusionWeights, RetrievalSettings
+from libs.config.retrieval import FusionWeights, RetrievalSettings
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 ON = ("dense", "lexical", "neighbour")

@@ -1,4 +1,7 @@
-"""Process settings of the retrieval service, and the fusion weights tuned on the dev sets.
+"""The retrieval section of the settings tree (`Settings.retrieval`), and the fusion weights tuned on the dev sets.
+
+Set from the environment as `ECHO_MEMORY_RETRIEVAL__<FIELD>` (e.g. `ECHO_MEMORY_RETRIEVAL__LEXICAL_BM25=0`,
+`ECHO_MEMORY_RETRIEVAL__FUSION__REPLY=0.5`); tests and harnesses pass a `RetrievalSettings` instead.
 
 The weights were tuned on agent-facts (facts) and LoCoMo (imported chat turns) with
 `echo-memory eval`, `echo-memory eval-external locomo` and the lab's fusion grid; lab/NOTES.md
@@ -9,7 +12,6 @@ Equal-weight RRF is deliberately not used: it loses to dense alone on paraphrase
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class FusionWeights(BaseModel):
@@ -56,10 +58,8 @@ class FusionWeights(BaseModel):
     neighbour: float = Field(0.15, description="share of an adjacent turn's fused score added to a turn")
 
 
-class RetrievalSettings(BaseSettings):
-    """Read once when the service starts (ECHO_MEMORY_ prefix)."""
-
-    model_config = SettingsConfigDict(env_prefix="ECHO_MEMORY_", env_nested_delimiter="__", extra="ignore")
+class RetrievalSettings(BaseModel):
+    """How query_memory searches and fuses; read once when the retrieval service starts."""
 
     lexical_bm25: bool = Field(True, description="0 forces the ts_rank fallback for the lexical channel")
     hnsw_threshold: int = Field(
