@@ -6,6 +6,7 @@ operator, or by `echo-memory up` for the embedded `local` org) is served without
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import nats
@@ -42,10 +43,8 @@ async def unregister_org(nats_url: str, org: str) -> None:
     try:
         kv = await _bucket(nc, create=False)
         if kv is not None:
-            try:
+            with contextlib.suppress(KeyNotFoundError):
                 await kv.delete(org)
-            except KeyNotFoundError:
-                pass
     finally:
         await nc.close()
 

@@ -8,6 +8,7 @@ neighbour the turns adjacent (same session) to an episode candidate
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ import scipy.sparse
 from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
 from libs.telemetry import db_span
 from services.retrieval import queries as q
-
 
 
 @dataclass
@@ -176,7 +176,7 @@ def proximity(query: dict[str, list[int]], doc: dict[str, list[int]], idf: dict[
     order = sorted((pos, term) for term, positions in query.items() for pos in positions)
     total = 0.0
     seen: set[tuple[str, str]] = set()
-    for (pa, a), (pb, b) in zip(order, order[1:]):
+    for (pa, a), (pb, b) in itertools.pairwise(order):
         if a == b or (a, b) in seen or a not in doc or b not in doc:
             continue
         reach = max(PROXIMITY_WINDOW, pb - pa + PROXIMITY_SLACK)

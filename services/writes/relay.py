@@ -14,6 +14,7 @@ Not here: consumers of the events (reindex, consolidation, audit).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from datetime import timedelta
@@ -83,10 +84,8 @@ class OutboxRelay:
             self._js = nc.jetstream()
             await ensure_stream(self._js)
             while True:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
-                except TimeoutError:
-                    pass
                 self._wake.clear()
                 for org in sorted(self.orgs):
                     await self._pass_logged(org)

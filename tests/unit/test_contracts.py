@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from libs.contracts import errors
-from libs.contracts.subjects import TOOL_SERVICE, SERVICES, request_subject, subscribe_pattern
+from libs.contracts.subjects import SERVICES, TOOL_SERVICE, request_subject, subscribe_pattern
 from libs.store.tokens import hash_token, mint, org_of
 
 
