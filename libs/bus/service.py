@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import nats
 import psycopg
 from faststream.nats import NatsBroker, NatsRouter
+from nats.aio.client import Client as NATS
 from pydantic import BaseModel, ValidationError
 
 from libs import eventloop
@@ -149,7 +150,7 @@ class RunningService:
     """A service subscribed and serving; `stop()` unsubscribes and closes its pools."""
 
     ctx: ServiceContext
-    nc: nats.NATS
+    nc: NATS
     background: asyncio.Task[None] | None = None
 
     async def stop(self) -> None:
@@ -166,6 +167,8 @@ async def start_service(
     """Connect, subscribe and start serving `name` in the running event loop."""
     from libs.bus.broker import make_broker
 
+    if settings.nats_url is None:  # run_service checks it first; in-process callers must set it too
+        raise ValueError(f"echo-memory {name}: settings.nats_url is not set")
     nc = await nats.connect(settings.nats_url, max_reconnect_attempts=-1)
 
     async def lookup(org: str) -> str | None:

@@ -79,7 +79,9 @@ class OutboxRelay:
 
     async def run(self) -> None:
         """Publish until cancelled: after every kick, and every `interval` seconds regardless."""
-        nc = await nats.connect(self.ctx.settings.nats_url, max_reconnect_attempts=-1)
+        url = self.ctx.settings.nats_url
+        assert url is not None  # the service this relay belongs to connected with it
+        nc = await nats.connect(url, max_reconnect_attempts=-1)
         try:
             self._js = nc.jetstream()
             await ensure_stream(self._js)
