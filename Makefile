@@ -46,4 +46,4 @@ bench: $(RUN_STAMP)
 	$(BIN)/echo-memory benchmark
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .import_linter_cache
