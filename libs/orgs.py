@@ -6,15 +6,18 @@ operator, or by `echo-memory up` for the embedded `local` org) is served without
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import nats
+from nats.aio.client import Client as NATS
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError
+from nats.js.kv import KeyValue
 
 from libs.contracts.subjects import ORGS_BUCKET, valid_org
 
 
-async def _bucket(nc: nats.NATS, create: bool):  # type: ignore[no-untyped-def]
+async def _bucket(nc: NATS, create: bool) -> KeyValue | None:
     js = nc.jetstream()
     try:
         return await js.key_value(ORGS_BUCKET)
@@ -31,6 +34,7 @@ async def register_org(nats_url: str, org: str, database_url: str) -> None:
     nc = await nats.connect(nats_url)
     try:
         kv = await _bucket(nc, create=True)
+        assert kv is not None  # create=True makes the bucket when it is missing
         await kv.put(org, json.dumps({"org": org, "database_url": database_url}).encode())
     finally:
         await nc.close()
@@ -42,15 +46,13 @@ async def unregister_org(nats_url: str, org: str) -> None:
     try:
         kv = await _bucket(nc, create=False)
         if kv is not None:
-            try:
+            with contextlib.suppress(KeyNotFoundError):
                 await kv.delete(org)
-            except KeyNotFoundError:
-                pass
     finally:
         await nc.close()
 
 
-async def lookup_org(nc: nats.NATS, org: str) -> str | None:
+async def lookup_org(nc: NATS, org: str) -> str | None:
     """The database URL registered for `org`, or None."""
     kv = await _bucket(nc, create=False)
     if kv is None:

@@ -14,9 +14,8 @@ from libs import eventloop
 from libs.cli.connection import admin_call
 from libs.config import Settings
 from libs.contracts.admin import StatusResult, TokenCreateResult
-from libs.contracts.errors import EchoError
+from libs.contracts.errors import EchoError, SchemaTooNew
 from libs.store.access import DEFAULT_GRANTS
-from libs.store.schema import SchemaTooNew
 from libs.supervisor.nats import NatsError
 from libs.supervisor.postgres import PostgresError
 from libs.supervisor.state import read_state

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from types import ModuleType
 from typing import Any
 
 from libs.config import Settings
@@ -25,7 +26,7 @@ def register(sub: Any) -> None:
     service.set_defaults(func=_service)
 
 
-def _system():  # type: ignore[no-untyped-def]
+def _system() -> ModuleType:
     from libs.cli import system  # imported late: it pulls in the supervisor
 
     return system

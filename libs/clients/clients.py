@@ -214,7 +214,7 @@ def existing_token(client: Client, home: Path, project: Path | None) -> str | No
         header = (entry.get("headers") or {}).get("Authorization", "")
         env_token = (entry.get("env") or {}).get(TOKEN_ENV)
     for candidate in (header.removeprefix("Bearer ").strip() if header else None, env_token):
-        if candidate and candidate.startswith("em_") and "$" not in candidate:
+        if isinstance(candidate, str) and candidate.startswith("em_") and "$" not in candidate:
             return candidate
     return None
 
@@ -251,6 +251,7 @@ def plan_install(
 
 def _config_change(client: Client, path: Path, conn: Connection, token: str | None) -> FileChange:
     before = read_text(path)
+    after: str | None
     entry = client.entry(conn, token)
     if client.style == "codex":
         current = check_toml(path, before)

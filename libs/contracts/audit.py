@@ -7,7 +7,7 @@ that writes it and the CLI that checks it before sending anything agree by const
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -143,7 +143,7 @@ class WhyResult(BaseModel):
 
 # ---- export / import ---------------------------------------------------------------------------
 
-EXPORT_FORMAT = "echo-memory-export"
+EXPORT_FORMAT: Final = "echo-memory-export"
 EXPORT_VERSION = 1
 MAX_EXPORT_PAGE = 5000
 # Export pages and import chunks are bounded in encoded bytes, because a NATS message is (1 MiB by

@@ -75,7 +75,8 @@ class MiniLM:
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
     def _embed_ids(self, encoded: list[list[int]]) -> np.ndarray:
         width = max(len(row) for row in encoded)
@@ -91,7 +92,8 @@ class MiniLM:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        unit: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit
 
 
 async def settle(job: asyncio.Task[np.ndarray]) -> None:

@@ -38,9 +38,11 @@ def tool_error(result: Any) -> dict[str, Any]:
 @asynccontextmanager
 async def mcp_http_client(url: str, token: str) -> AsyncIterator[Client]:
     """The real MCP SDK client over streamable HTTP, sending `token` as its bearer token."""
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
 
 
 class EchoStack:

@@ -13,6 +13,7 @@ same object at once.  The functions stay callable directly in tests with a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -46,10 +47,8 @@ def _post_phase_event(body: kopf.Body, old: Mapping[str, Any], new: Mapping[str,
     message = str(new.get("message", ""))[:1024]
     degraded = any(cond.get("type") == "Degraded" and cond.get("status") == "True"
                    for cond in new.get("conditions") or [])
-    try:
+    with contextlib.suppress(LookupError):  # called outside a running operator (unit tests): no event queue
         (kopf.warn if degraded else kopf.info)(body, reason=reason, message=message)
-    except LookupError:  # called outside a running operator (unit tests): no event queue
-        pass
 
 
 async def _reconcile(reconciler: Reconciler, body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:

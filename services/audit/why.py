@@ -59,7 +59,7 @@ async def why(conn: psycopg.AsyncConnection, caller: Caller, args: WhyInput) -> 
             resolutions = [entry_from_row(a) for a in await cur.fetchall()]
             assert e is not None  # facts reference entities by foreign key
             entities.append(EntityTrail(
-                entity_id=entity_id, role=role, name=e["name"], type=e["type"], aliases=list(e["aliases"]),  # type: ignore[arg-type]
+                entity_id=entity_id, role=role, name=e["name"], type=e["type"], aliases=list(e["aliases"]),
                 created_by=e["created_by"], created_at=e["created_at"], resolutions=resolutions,
             ))
 

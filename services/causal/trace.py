@@ -32,6 +32,7 @@ from libs.contracts.causal import (
     Polarity,
     StepEvidence,
     StepHint,
+    TopicResolution,
     TraceCauseInput,
     TraceCauseResult,
 )
@@ -124,7 +125,7 @@ async def trace_cause(
 
 async def _resolve_topic(
     cur: psycopg.AsyncCursor[dict[str, Any]], caller: Caller, base: dict[str, Any], topic: str, embedder: MiniLM
-) -> tuple[list[MatchedEntity], str]:
+) -> tuple[list[MatchedEntity], TopicResolution]:
     """Exact name/alias first (the whole topic, then its comma/and-separated parts), else dense."""
     parts = [topic] + [p for p in _SPLIT.split(topic) if p and p.casefold() != topic.casefold()]
     for candidates in ([topic], parts[1:]):

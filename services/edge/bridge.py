@@ -44,11 +44,16 @@ async def serve_bridge(url: str, token: str) -> int:
     """Serve stdio until stdin closes; 2 with a message on stderr when the remote edge refuses us."""
     problem: str | None = None
     try:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-            async with Client(streamable_http_client(url, http_client=http)) as remote:
-                await build_bridge(remote).run_stdio_async()
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+            Client(streamable_http_client(url, http_client=http)) as remote,
+        ):
+            await build_bridge(remote).run_stdio_async()
     except* httpx2.HTTPStatusError as group:
-        status = group.exceptions[0].response.status_code  # type: ignore[attr-defined]
+        first = group.exceptions[0]
+        while isinstance(first, ExceptionGroup):  # except* keeps any nesting of the raise
+            first = first.exceptions[0]
+        status = first.response.status_code
         reason = "the token was refused (unknown, revoked, or for another org)" if status == 401 else f"HTTP {status}"
         problem = f"{url}: {reason}"
     except* httpx2.HTTPError as group:

@@ -6,7 +6,7 @@ Traces (OpenTelemetry) carry the detail; these are for dashboards and alerts.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 
 
 class EdgeMetrics:
@@ -14,7 +14,7 @@ class EdgeMetrics:
 
     def __init__(self) -> None:
         self.calls: Counter[tuple[str, str]] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
 
     def record(self, tool: str, outcome: str, seconds: float) -> None:
         """Count one tool call; `outcome` is `ok` or the error code (`rate_limited`, `scope_denied`, …)."""

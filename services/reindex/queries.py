@@ -1,6 +1,6 @@
 """SQL of the reindex service; every statement is bounded to one scope."""
 
-from libs.store.scopes import SCOPE_WRITE_LOCK  # noqa: F401  (the same lock the writes service takes)
+from libs.store.scopes import SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK  # the same lock the writes service takes
 
 DELETE_DF = "DELETE FROM lexical_df WHERE scope_id = %(scope_id)s"
 DELETE_STATS = "DELETE FROM lexical_stats WHERE scope_id = %(scope_id)s"

@@ -93,7 +93,7 @@ async def lexical_status(
             )
         elif docs is not None and docs != counts[corpus]:
             reason = f"statistics count {docs} documents but the scope holds {counts[corpus]}: run `echo-memory reindex`"
-        corpora.append(CorpusStatus(corpus=corpus, documents=counts[corpus], stats_documents=docs,  # type: ignore[arg-type]
+        corpora.append(CorpusStatus(corpus=corpus, documents=counts[corpus], stats_documents=docs,
                                     format_version=version, mode=mode, reason=reason))  # type: ignore[arg-type]
     row = await (await conn.execute(embedding_models.MODEL_OF_SCOPE, params)).fetchone()
     recorded = str(row[0]) if row else None

@@ -8,6 +8,7 @@ neighbour the turns adjacent (same session) to an episode candidate
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ import scipy.sparse
 from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
 from libs.telemetry import db_span
 from services.retrieval import queries as q
-
 
 
 @dataclass
@@ -57,7 +57,7 @@ class LexicalMode:
 Pool = dict[str, Candidate]
 
 
-def _add(pool: Pool, row: dict[str, Any] | tuple[Any, ...], kind: str, channel: str, **signal: float) -> None:
+def _add(pool: Pool, row: tuple[Any, ...], kind: str, channel: str, **signal: float) -> None:
     ident, cos = str(row[0]), (float(row[1]) if row[1] is not None else math.nan)
     cand = pool.get(ident)
     if cand is None:
@@ -176,7 +176,7 @@ def proximity(query: dict[str, list[int]], doc: dict[str, list[int]], idf: dict[
     order = sorted((pos, term) for term, positions in query.items() for pos in positions)
     total = 0.0
     seen: set[tuple[str, str]] = set()
-    for (pa, a), (pb, b) in zip(order, order[1:]):
+    for (pa, a), (pb, b) in itertools.pairwise(order):
         if a == b or (a, b) in seen or a not in doc or b not in doc:
             continue
         reach = max(PROXIMITY_WINDOW, pb - pa + PROXIMITY_SLACK)
@@ -234,7 +234,7 @@ def graph_scores(edges: list[tuple[str, str, str]], named: list[str], *, limit: 
     """
     if not edges:
         return []
-    g = nx.Graph()
+    g: nx.Graph[str] = nx.Graph()
     for _, source, target in edges:
         weight = g.get_edge_data(source, target, {"weight": 0})["weight"] + 1
         g.add_edge(source, target, weight=weight)
@@ -268,7 +268,7 @@ async def fill_cosines(conn: psycopg.AsyncConnection, pool: Pool, params: dict[s
 
 
 def personalized_pagerank(
-    g: nx.Graph, personalization: dict[Any, float], alpha: float = 0.85, iterations: int = 200, tol: float = 1e-6
+    g: nx.Graph[Any], personalization: dict[Any, float], alpha: float = 0.85, iterations: int = 200, tol: float = 1e-6
 ) -> dict[Any, float]:
     """PageRank with restarts to the seeds: networkx's power iteration, on a matrix built once.
 
@@ -285,7 +285,7 @@ def personalized_pagerank(
     nodes = list(g)
     if not nodes:
         return {}
-    matrix = nx.to_scipy_sparse_array(g, nodelist=nodes, weight="weight", dtype=float)
+    matrix = nx.to_scipy_sparse_array(g, nodelist=nodes, weight="weight", dtype=np.dtype(float))
     out_weight = np.asarray(matrix.sum(axis=1)).ravel()
     dangling = out_weight == 0
     scale = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=~dangling)

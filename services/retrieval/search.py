@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import psycopg
@@ -89,7 +89,7 @@ async def query_memory(
         if embedding_job is not None:
             await settle(embedding_job)
 
-    lexical_used: str | None = None
+    lexical_used: Literal["bm25", "ts_rank"] | None = None
     if searched and "lexical" in settings.channels:
         lexical_used = "ts_rank" if lexical_note else "bm25"
     items, total, cut = _take(ranked[: args.top_k], args.max_tokens)

@@ -30,6 +30,7 @@ from libs.contracts.bus import Caller
 from libs.contracts.documents import (
     MAX_DOCUMENT_BYTES,
     PENDING_BYTES_BUDGET,
+    DocumentStatus,
     MarkIngestedInput,
     MarkIngestedResult,
     PendingDocument,
@@ -122,7 +123,7 @@ async def _register_one(
     else:
         row = await (await conn.execute(INSERT_VERSION, (project, path, digest, content, size))).fetchone()
         document_id = str(row[0])  # type: ignore[index]
-    status = "new" if current is None else "changed"
+    status: DocumentStatus = "new" if current is None else "changed"
     after = {"document_id": document_id, "project": project, "path": path, "content_hash": digest, "size": size,
              "status": status, "previous_hash": current[1] if current is not None else None}
     await audit(conn, caller, None, kind="document_registered", after=after,

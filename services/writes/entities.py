@@ -23,6 +23,7 @@ from typing import Literal
 
 import numpy as np
 import psycopg
+from psycopg.abc import Params
 
 from libs.contracts.errors import InvalidArgument, NotFound
 from libs.contracts.write import Candidate, EntityIn, WriteEpisodeInput
@@ -261,8 +262,8 @@ async def materialise(
             mention.learned.append(alias)
 
 
-async def _fetch(conn: psycopg.AsyncConnection, sql: str, params: object) -> tuple[object, ...] | None:
-    return await (await conn.execute(sql, params)).fetchone()  # type: ignore[arg-type]
+async def _fetch(conn: psycopg.AsyncConnection, sql: str, params: Params) -> tuple[object, ...] | None:
+    return await (await conn.execute(sql, params)).fetchone()
 
 
 async def _entity_by_id(conn: psycopg.AsyncConnection, scope: Scope, entity_id: str) -> tuple[str, str]:

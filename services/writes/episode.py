@@ -31,7 +31,7 @@ from psycopg.types.json import Jsonb
 
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
-from libs.contracts.write import DeferredMention, EdgeRef, FactIn, WriteEpisodeInput, WriteEpisodeResult
+from libs.contracts.write import DeferredMention, EdgeRef, FactIn, NotStored, WriteEpisodeInput, WriteEpisodeResult
 from libs.embed import MiniLM, count_tokens, settle
 from libs.store.access import Scope, resolve_scope
 from libs.telemetry import db_span
@@ -141,7 +141,7 @@ async def _store(
     choices = entities.choices_of(args, by_key)
     await entities.resolve_known(conn, scope, choices, by_key, referenced)
     names = [m.name for m in entities.unique(by_key) if entities.needs_vector(m, choices)]
-    embedded = await asyncio.to_thread(embedder.embed, names) if names else []
+    embedded: np.ndarray | list[np.ndarray] = await asyncio.to_thread(embedder.embed, names) if names else []
     vectors = dict(zip(names, embedded, strict=True))
 
     with db_span("scope_write_lock", org=caller.org):
@@ -151,7 +151,7 @@ async def _store(
     planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
 
     if not planned:
-        outcome = "deferred" if deferred else "unchanged"
+        outcome: NotStored = "deferred" if deferred else "unchanged"
         return WriteEpisodeResult(
             stored=False, not_stored=outcome, restated=restated, deferred=deferred, scope=scope.name
         )

@@ -1,7 +1,7 @@
 """SQL of the writes service. Every statement on a scoped table names scope_id."""
 
 from libs.store import embedding_models
-from libs.store.scopes import SCOPE_WRITE_LOCK
+from libs.store.scopes import SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK  # also used by batch_import and recall
 
 # The write's episode row, and the scope's embedding model recorded if this is its first vector
 # (libs/store/embedding_models.py): one round trip, and only for writes that store something.

@@ -14,6 +14,7 @@ Not here: consumers of the events (reindex, consolidation, audit).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from datetime import timedelta
@@ -78,15 +79,15 @@ class OutboxRelay:
 
     async def run(self) -> None:
         """Publish until cancelled: after every kick, and every `interval` seconds regardless."""
-        nc = await nats.connect(self.ctx.settings.nats_url, max_reconnect_attempts=-1)
+        url = self.ctx.settings.nats_url
+        assert url is not None  # the service this relay belongs to connected with it
+        nc = await nats.connect(url, max_reconnect_attempts=-1)
         try:
             self._js = nc.jetstream()
             await ensure_stream(self._js)
             while True:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
-                except TimeoutError:
-                    pass
                 self._wake.clear()
                 for org in sorted(self.orgs):
                     await self._pass_logged(org)

@@ -135,9 +135,10 @@ async def test_a_caller_sees_only_audit_rows_of_scopes_it_may_read(stack: EchoSt
     async with stack.client(team) as c, stack.client(stack.issue_token("cursor")) as d:
         owner, other = Writer(c), Writer(d)
         await owner.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres.")], scope="team-a")
-        await owner.write([("My notes", "doc"), ("Idea", "idea")], [fact("My notes", "Idea", "mention", "My notes mention an idea.")],
-                          scope="solo")
-        await other.write([("Cache", "service"), ("Redis", "db")], [fact("Cache", "Redis", "runs on", "The cache runs on Redis.")])
+        await owner.write([("My notes", "doc"), ("Idea", "idea")],
+                          [fact("My notes", "Idea", "mention", "My notes mention an idea.")], scope="solo")
+        await other.write([("Cache", "service"), ("Redis", "db")],
+                          [fact("Cache", "Redis", "runs on", "The cache runs on Redis.")])
         mine = await owner.audit()
         team_only = await owner.audit(scope="team-a")
         solo_only = await owner.audit(scope="solo")

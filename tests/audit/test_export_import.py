@@ -140,24 +140,24 @@ async def test_one_scope_into_another_name_remaps_every_id_and_reports_the_mappi
     original = await export_text(settings, scope="team-a")
     lines = original.splitlines()
     assert json.loads(lines[0])["scope"] == "team-a"
-    assert {json.loads(l).get("type") for l in lines[1:-1]} >= {"scope", "entity", "fact", "episode", "audit"}
-    assert not any('"type":"document"' in l for l in lines)  # org-level rows come only with a whole-org export
+    assert {json.loads(line).get("type") for line in lines[1:-1]} >= {"scope", "entity", "fact", "episode", "audit"}
+    assert not any('"type":"document"' in line for line in lines)  # org-level rows come only with a whole-org export
 
     async with admin_session(settings) as call:
-        result = await import_lines(call, [json.loads(l) for l in lines], scope="team-b", progress=None, timeout=30)
+        result = await import_lines(call, [json.loads(line) for line in lines], scope="team-b", progress=None, timeout=30)
     assert result.ids_kept is False and result.scopes == ["team-b"]
     copy = await export_text(settings, scope="team-b")
     mapped = apply_map(body(original), result.id_map)
-    mapped = [l.replace('"name":"team-a"', '"name":"team-b"') for l in mapped]
+    mapped = [line.replace('"name":"team-a"', '"name":"team-b"') for line in mapped]
     assert sorted(body(copy)) == sorted(mapped)
-    old_facts = {json.loads(l)["id"] for l in lines if '"type":"fact"' in l}
+    old_facts = {json.loads(line)["id"] for line in lines if '"type":"fact"' in line}
     assert old_facts <= set(result.id_map) and not old_facts & set(result.id_map.values())
 
     # The same file again into the now non-empty scope is refused, and nothing changes.
     before = row_counts(stack.database_url)
     async with admin_session(settings) as call:
         with pytest.raises(EchoError) as caught:
-            await import_lines(call, [json.loads(l) for l in lines], scope="team-b", progress=None, timeout=30)
+            await import_lines(call, [json.loads(line) for line in lines], scope="team-b", progress=None, timeout=30)
     assert caught.value.code == "invalid_argument" and "already holds memory" in caught.value.message
     assert row_counts(stack.database_url) == before
 
@@ -175,12 +175,12 @@ def corrupt(lines: list[str], how: str) -> str:
     if how == "not json":
         body[3] = body[3][:-5]
     if how == "dangling":
-        record = next(i for i, l in enumerate(body) if '"type":"fact"' in l)
+        record = next(i for i, line in enumerate(body) if '"type":"fact"' in line)
         data = json.loads(body[record])
         data["source_entity"] = "00000000-0000-0000-0000-0000000000aa"
         body[record] = json.dumps(data)
     if how == "bad field":
-        record = next(i for i, l in enumerate(body) if '"type":"entity"' in l)
+        record = next(i for i, line in enumerate(body) if '"type":"entity"' in line)
         data = json.loads(body[record])
         data["surprise"] = 1
         body[record] = json.dumps(data)
@@ -217,7 +217,7 @@ async def test_malformed_or_foreign_files_are_refused_before_anything_is_written
         # The service checks again on its own: the same lines sent straight over the bus are refused too.
         import_id = f"6f1d2c3b-0000-4000-8000-00000000000{n}"
         async with admin_session(Settings(org=target_org, nats_url=stack.nats_url)) as call:
-            staged = [json.loads(l) for l in corrupt(lines, how).splitlines()]
+            staged = [json.loads(line) for line in corrupt(lines, how).splitlines()]
             await call("audit", "import_stage", {"import_id": import_id, "first_line": 0, "lines": staged}, 30)
             with pytest.raises(EchoError) as caught:
                 await call("audit", "import", {"import_id": import_id}, 30)

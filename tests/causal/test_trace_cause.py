@@ -5,6 +5,7 @@ Every fact is written through write_episode by real agents over HTTP; nothing is
 
 from __future__ import annotations
 
+import itertools
 import time
 from libs.testing.stack import tool_error
 from typing import Any
@@ -188,7 +189,7 @@ async def test_max_depth_and_max_chains_bound_the_answer_and_say_so(stack: EchoS
     names = [f"Stage {c}" for c in "ABCDE"]
     async with stack.client(stack.issue_token("claude-code")) as client:
         await write(client, [(n, "stage") for n in names] + [("Side cause", "stage")], [
-            *[_fact(a, b, "led to", f"{a} led to {b}.", "led_to") for a, b in zip(names, names[1:])],
+            *[_fact(a, b, "led to", f"{a} led to {b}.", "led_to") for a, b in itertools.pairwise(names)],
             _fact("Side cause", "Stage C", "led to", "Side cause led to Stage C.", "led_to"),
         ])
         full = await trace(client, topic="Stage C")

@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from libs.supervisor.ports import free_port
 from libs.testing import EchoStack
 from libs.testing import mcp_http_client as mcp_client  # noqa: F401  (the edge tests' name for it)

@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 
 import pytest
+from edge_support import ConformanceRunner
 from jsonschema import Draft202012Validator
 
 from libs.testing import EchoStack
-from edge_support import ConformanceRunner
 
 APPLICABLE = ("server-initialize", "ping", "tools-list", "logging-set-level", "dns-rebinding-protection")
 

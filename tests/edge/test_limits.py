@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import httpx2
 from libs.testing.stack import tool_error
 from edge_support import extra_edge, mcp_client
@@ -43,10 +45,12 @@ async def test_a_token_past_its_rate_gets_rate_limited_with_retry_after_and_othe
 
 
 async def test_a_rate_limited_write_answers_with_the_write_shape(stack: EchoStack) -> None:
-    async with extra_edge(stack, rate_per_minute=1, rate_burst=1) as edge:
-        async with mcp_client(edge.url, stack.issue_token("writer")) as client:
-            await client.call_tool("query_memory", {"query": "x"})
-            refused = await client.call_tool("write_episode", {"session_id": "s", "facts": []})
+    async with (
+        extra_edge(stack, rate_per_minute=1, rate_burst=1) as edge,
+        mcp_client(edge.url, stack.issue_token("writer")) as client,
+    ):
+        await client.call_tool("query_memory", {"query": "x"})
+        refused = await client.call_tool("write_episode", {"session_id": "s", "facts": []})
     body = refused.structured_content
     assert refused.is_error and body["stored"] is False and body["not_stored"] == "refused"
     assert body["error"]["code"] == "rate_limited" and body["retryable"] is True
@@ -77,10 +81,9 @@ async def test_query_results_are_capped_by_the_edge_whatever_max_tokens_asks(sta
         assert not written.is_error, written.content
         full = await client.call_tool("query_memory", {"query": "which services publish to Kafka?",
                                                        "include_episodes": False})
-    async with extra_edge(stack, max_result_tokens=40) as edge:
-        async with mcp_client(edge.url, token) as client:
-            capped = await client.call_tool("query_memory", {"query": "which services publish to Kafka?",
-                                                             "include_episodes": False, "max_tokens": 100_000})
+    async with extra_edge(stack, max_result_tokens=40) as edge, mcp_client(edge.url, token) as client:
+        capped = await client.call_tool("query_memory", {"query": "which services publish to Kafka?",
+                                                         "include_episodes": False, "max_tokens": 100_000})
     assert len(full.structured_content["results"]) == 6
     assert full.structured_content["total_tokens"] > 40
     result = capped.structured_content
@@ -144,8 +147,6 @@ async def test_healthz_is_live_readyz_follows_the_bus_and_metrics_render(nats_ur
     finally:
         edge.web.should_exit = True
         await edge.task
-        try:
+        with contextlib.suppress(Exception):  # the bus is gone on purpose; closing may complain
             await edge.broker.stop()
-        except Exception:  # the bus is gone on purpose; closing may complain
-            pass
         server.stop()

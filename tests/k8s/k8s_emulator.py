@@ -102,7 +102,7 @@ class ApiServer(kmock.KubernetesEmulator):  # type: ignore[misc]
     def _stamp_create(self, request: Any, data: dict[str, Any], rv: str) -> None:
         res = request.resource
         data.setdefault("apiVersion", f"{res.group}/{res.version}" if res.group else res.version)
-        info = self._resources[res] if res in self._resources else None
+        info = self._resources.get(res)
         if info is not None and info.kind:
             data.setdefault("kind", info.kind)
         meta = data.setdefault("metadata", {})
@@ -113,7 +113,7 @@ class ApiServer(kmock.KubernetesEmulator):  # type: ignore[misc]
         meta.update(uid=str(uuid.uuid4()), resourceVersion=rv, generation=1, creationTimestamp=_now())
 
     def _stamp_merge(self, request: Any, data: dict[str, Any], rv: str) -> None:
-        info = self._resources[request.resource] if request.resource in self._resources else None
+        info = self._resources.get(request.resource)
         if request.subresource == "status":
             for key in [k for k in data if k != "status"]:
                 del data[key]  # /status changes the status only

@@ -34,7 +34,8 @@ async def _build(stack: EchoStack, scope: str) -> None:
     await stack.admin_call("writes", "scope_create", {"name": scope})
     for spoke in range(SPOKES):
         first = [HUB] if spoke == 0 else []
-        stored = await stack.admin_call("writes", "write_episode", _edge(scope, HUB, f"spoke {spoke}", first + [f"spoke {spoke}"]))
+        episode = _edge(scope, HUB, f"spoke {spoke}", first + [f"spoke {spoke}"])
+        stored = await stack.admin_call("writes", "write_episode", episode)
         assert stored["stored"] is True, stored.get("error")
         for leaf in range(5):
             name = f"leaf {spoke}.{leaf}"

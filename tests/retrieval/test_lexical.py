@@ -57,7 +57,9 @@ def _hand_bm25(query_terms: list[str], docs: list[list[str]]) -> list[float]:
 async def test_statistics_are_maintained_in_the_write_transaction(stack: EchoStack) -> None:
     await _import(stack)
     with psycopg.connect(stack.database_url) as conn:
-        stats = conn.execute("SELECT doc_count, total_length, format_version FROM lexical_stats WHERE corpus='episodes'").fetchone()
+        stats = conn.execute(
+            "SELECT doc_count, total_length, format_version FROM lexical_stats WHERE corpus='episodes'"
+        ).fetchone()
         df = dict(conn.execute("SELECT term, df FROM lexical_df WHERE corpus='episodes'").fetchall())
     # english tsvector lexemes: alice kiln fire vase | bob kiln hot hot | carol bought vase
     assert stats == (3, 11, 1)

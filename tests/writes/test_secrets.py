@@ -77,8 +77,8 @@ def test_prose_about_secrets_is_not_a_secret(text: str) -> None:
 
 
 def test_the_refusal_names_the_kind_never_the_value() -> None:
-    from libs.contracts.write import WriteEpisodeInput
     from libs.contracts.errors import InvalidArgument
+    from libs.contracts.write import WriteEpisodeInput
     from services.writes.episode import check_shape
 
     args = WriteEpisodeInput(
