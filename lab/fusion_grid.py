@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector_async
 
+from libs.config.retrieval import FusionWeights, RetrievalSettings
 from libs.contracts.bus import Caller
 from libs.contracts.query import QueryMemoryInput
 from libs.embed import MiniLM, settle
@@ -36,7 +37,6 @@ from libs.testing import EchoStack
 from services.retrieval import search
 from services.retrieval.channels import Pool
 from services.retrieval.fusion import fuse
-from libs.config.retrieval import FusionWeights, RetrievalSettings
 
 K = 10
 

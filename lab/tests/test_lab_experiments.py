@@ -9,7 +9,6 @@ interval, and retrieval is back on every channel afterwards.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest

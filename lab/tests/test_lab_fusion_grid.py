@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from lab import fusion_grid
+from libs.config.retrieval import FusionWeights, RetrievalSettings
 from libs.testing import EchoStack
 from services.retrieval.fusion import fuse
-from libs.config.retrieval import FusionWeights, RetrievalSettings
 
 
 def test_grid_spec_gives_every_combination_with_the_service_first() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.config import Settings
-from libs.store.access import ADMIN_AGENT, admin_caller
+from libs.contracts.identity import ADMIN_AGENT, admin_caller
 from libs.supervisor.state import read_state
 
 __all__ = ["ADMIN_AGENT", "NotRunning", "admin_call", "nats_url"]

@@ -71,7 +71,7 @@ def _call(settings: Any):  # type: ignore[no-untyped-def]
 
 def _recall(settings: Any, args: Any) -> int:
     from libs.contracts.errors import EchoError
-    from services.edge.render import render_recall
+    from libs.contracts.framing import render_recall
 
     body: dict[str, Any] = {"query": args.question, "top_k": args.top_k, "include_episodes": not args.no_episodes}
     if args.scope:
@@ -159,7 +159,8 @@ def _run_harness(settings: Any, command: str, job: Any) -> dict[str, Any] | None
     from libs.contracts.errors import EchoError
 
     try:
-        return eventloop.run(job, use_uvloop=settings.uvloop)
+        report: dict[str, Any] = eventloop.run(job, use_uvloop=settings.uvloop)
+        return report
     except NotRunning as exc:
         print(f"echo-memory {command}: {exc}", file=sys.stderr)
     except EchoError as exc:

@@ -15,7 +15,7 @@ import platformdirs
 from pydantic import BaseModel, Field, ValidationError
 
 from libs.clients.files import ConfigError, FileChange, apply_changes, read_text
-from libs.store.tokens import org_of
+from libs.contracts.tokens import org_of
 
 CONFIG_DIR_ENV = "ECHO_MEMORY_CONFIG_DIR"
 

@@ -149,6 +149,51 @@ async def _load(call: AdminCall, source: synthetic.FactSource, count: int) -> No
             raise RuntimeError(f"a benchmark batch was not fully stored: {str(result)[:300]}")
 
 
+Asker = Callable[[str], Awaitable[None]]
+
+
+class _EdgeSessions:
+    """One MCP session per client, each asking query_memory through the edge."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.managers: list[Any] = []
+
+    async def open(self, _: int) -> Asker:
+        from libs.testing import mcp_http_client
+
+        manager = mcp_http_client(self.url, self.token)
+        client = await manager.__aenter__()
+        self.managers.append(manager)
+
+        async def ask(text: str) -> None:
+            result = await client.call_tool("query_memory", {"query": text, "scope": SCOPE})
+            if result.is_error:
+                raise RuntimeError(str(result.content)[:200])
+
+        return ask
+
+    async def close(self) -> None:
+        for manager in self.managers:
+            await manager.__aexit__(None, None, None)
+
+
+class _BusAskers:
+    """Callers that ask query_memory over the bus, as the admin identity, sharing one connection."""
+
+    def __init__(self, call: AdminCall) -> None:
+        self.call = call
+
+    async def open(self, _: int) -> Asker:
+        async def ask(text: str) -> None:
+            await self.call("retrieval", "query_memory", {"query": text, "scope": SCOPE})
+
+        return ask
+
+    async def close(self) -> None:
+        return None
+
+
 async def _level(
     system: System, clients: int, questions: list[str], ask: Callable[[int], Awaitable[Callable[[str], Awaitable[None]]]],
     close: Callable[[], Awaitable[None]],
@@ -189,8 +234,6 @@ async def _level(
 
 async def run_concurrency(levels: list[int], sizes: list[int], queries: int, writes: int) -> dict[str, Any]:
     """The report: memory at 1k facts, then per size the edge and bus levels and the write latency."""
-    from libs.testing import mcp_http_client
-
     report: dict[str, Any] = {"levels": levels, "sizes": [], "memory": {}}
     source = synthetic.FactSource(seed=7)
     peak: dict[str, float] = {}
@@ -210,36 +253,10 @@ async def run_concurrency(levels: list[int], sizes: list[int], queries: int, wri
                 continue
             row: dict[str, Any] = {"size": size, "edge": [], "bus": []}
             for clients in levels:
-                sessions: list[Any] = []
-
-                async def open_session(_: int) -> Callable[[str], Awaitable[None]]:
-                    manager = mcp_http_client(url, token)
-                    client = await manager.__aenter__()
-                    sessions.append(manager)
-
-                    async def ask(question: str) -> None:
-                        result = await client.call_tool("query_memory", {"query": question, "scope": SCOPE})
-                        if result.is_error:
-                            raise RuntimeError(str(result.content)[:200])
-
-                    return ask
-
-                async def close_sessions() -> None:
-                    for manager in sessions:
-                        await manager.__aexit__(None, None, None)
-
-                row["edge"].append(await _level(system, clients, asked, open_session, close_sessions))
-
-                async def bus_asker(_: int) -> Callable[[str], Awaitable[None]]:
-                    async def ask(question: str) -> None:
-                        await call("retrieval", "query_memory", {"query": question, "scope": SCOPE})
-
-                    return ask
-
-                async def nothing() -> None:
-                    return None
-
-                row["bus"].append(await _level(system, clients, asked, bus_asker, nothing))
+                edge = _EdgeSessions(url, token)
+                row["edge"].append(await _level(system, clients, asked, edge.open, edge.close))
+                bus = _BusAskers(call)
+                row["bus"].append(await _level(system, clients, asked, bus.open, bus.close))
             write_ms: list[float] = []
             for facts in source.batches(writes, size=1):
                 started = time.perf_counter()

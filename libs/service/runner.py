@@ -6,12 +6,13 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import nats
 import psycopg
+from nats.aio.client import Client as NATS
 
 from libs import eventloop
 from libs.bus.broker import make_broker
@@ -39,7 +40,7 @@ class RunningService:
     """A service subscribed and serving; `stop()` unsubscribes and closes its pools."""
 
     ctx: ServiceContext
-    nc: nats.NATS
+    nc: NATS
     background: asyncio.Task[None] | None = None
 
     async def stop(self) -> None:
@@ -54,6 +55,8 @@ async def start_service(
     name: str, routes: RoutesFactory, settings: Settings, *, embedder: MiniLM | None = None
 ) -> RunningService:
     """Connect, subscribe every route of `name` and start serving in the running event loop."""
+    if settings.nats_url is None:
+        raise ValueError(f"the {name} service needs ECHO_MEMORY_NATS_URL")
     nc = await nats.connect(settings.nats_url, max_reconnect_attempts=-1)
 
     async def lookup(org: str) -> str | None:
@@ -70,8 +73,14 @@ async def start_service(
     )
     broker.include_router(build_router(ctx, routes(ctx)))
     await broker.start()
-    background = asyncio.create_task(ctx.on_start()) if ctx.on_start else None
+    background: asyncio.Task[None] | None = None
+    if ctx.on_start is not None:
+        background = asyncio.create_task(_background(ctx.on_start))
     return RunningService(ctx=ctx, nc=nc, background=background)
+
+
+async def _background(start: Callable[[], Awaitable[None]]) -> None:
+    await start()
 
 
 def run_service(name: str, routes: RoutesFactory, settings: Settings, *, embedder: bool = False) -> int:

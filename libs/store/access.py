@@ -26,17 +26,21 @@ from psycopg.rows import dict_row
 
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument, NotFound, ScopeDenied
+from libs.contracts.identity import ADMIN_AGENT as ADMIN_AGENT
+from libs.contracts.identity import BUILTIN_SCOPES as BUILTIN_SCOPES
+from libs.contracts.identity import DEFAULT_GRANTS as DEFAULT_GRANTS
+from libs.contracts.identity import SHARED as SHARED
+from libs.contracts.identity import SOLO as SOLO
+from libs.contracts.identity import SOLO_PREFIX as SOLO_PREFIX
+from libs.contracts.identity import WILDCARD as WILDCARD
+from libs.contracts.identity import admin_caller as admin_caller
+from libs.contracts.identity import is_admin as is_admin
+from libs.contracts.identity import is_reserved_agent as is_reserved_agent
+from libs.contracts.identity import require_admin as require_admin
 from libs.store import tokens
 
 Mode = Literal["read", "write"]
 
-ADMIN_AGENT = "admin"
-WILDCARD = "*"  # in a token's grants: every scope; in a scope's readers/writers: every agent
-SHARED = "shared"
-SOLO = "solo"
-SOLO_PREFIX = "solo:"
-BUILTIN_SCOPES = frozenset({SHARED, SOLO})
-DEFAULT_GRANTS = (SHARED, SOLO)  # what a new token may read and write unless told otherwise
 MAX_SCOPES_PER_READ = 20
 
 # The loosest names any entry point accepts (the operator's CRD fields); the bus contracts are
@@ -67,40 +71,6 @@ SET description = EXCLUDED.description, readers = EXCLUDED.readers,
 WHERE scopes.kind = 'named' AND %(replace)s
 RETURNING (xmax = 0) AS created
 """
-
-
-# ---- the admin identity ------------------------------------------------------------------------
-
-def admin_caller(org: str) -> Caller:
-    """The caller the CLI and the operator send over the bus to act as `org`'s admin."""
-    return Caller(org=org, agent_id=ADMIN_AGENT, read_scopes=[WILDCARD], write_scopes=[WILDCARD])
-
-
-def is_admin(caller: Caller) -> bool:
-    """True only for the admin identity: agent `admin` granted every scope to read and write."""
-    return (
-        caller.agent_id == ADMIN_AGENT
-        and WILDCARD in caller.read_scopes
-        and WILDCARD in caller.write_scopes
-    )
-
-
-def require_admin(caller: Caller, action: str) -> None:
-    """Return when `caller` is the admin identity.
-
-    Raises:
-        ScopeDenied: any other caller, naming `action` (e.g. "manage tokens", "export").
-    """
-    if not is_admin(caller):
-        raise ScopeDenied(
-            f"agent '{caller.agent_id}' may not {action}: only the org's admin identity may "
-            "(the echo-memory CLI on the host, or the Kubernetes operator)"
-        )
-
-
-def is_reserved_agent(agent_id: str) -> bool:
-    """True for the agent id no token may carry (the admin identity's)."""
-    return agent_id == ADMIN_AGENT
 
 
 # ---- scope names -------------------------------------------------------------------------------

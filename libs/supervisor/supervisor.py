@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import IO
 
 from libs import eventloop
-from libs.service.registry import NAMES
 from libs.config import Settings
 from libs.orgs import register_org
+from libs.service.registry import NAMES
 from libs.store.schema import apply_migrations
 from libs.supervisor.nats import NatsServer
 from libs.supervisor.ports import free_port, port_in_use, wait_for_port

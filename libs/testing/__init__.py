@@ -20,4 +20,4 @@ def server_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"echo-{prefix}-", dir="/tmp"))
 
 
-__all__ = ["EchoStack", "mcp_http_client", "server_dir"]
+__all__ = ["EchoStack", "mcp_http_client", "server_dir", "tool_error"]

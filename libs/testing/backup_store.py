@@ -187,5 +187,10 @@ def table_checksums(database_url: str) -> dict[str, tuple[int, str]]:
     """(row count, md5 of every row in order) per exported table; `scope_embeddings.recorded_at`
     is left out (an import records when it restored the model)."""
     with psycopg.connect(database_url) as conn:
-        return {t: tuple(conn.execute(TABLE_CHECKSUM.format(table=t, row=CHECKED_ROW.get(t, "t::text"))).fetchone())  # type: ignore[misc]
-                for t in CHECKED_TABLES}
+        out: dict[str, tuple[int, str]] = {}
+        for table in CHECKED_TABLES:
+            sql = TABLE_CHECKSUM.format(table=table, row=CHECKED_ROW.get(table, "t::text"))
+            row = conn.execute(sql).fetchone()
+            assert row is not None
+            out[table] = (int(row[0]), str(row[1]))
+        return out

@@ -15,15 +15,14 @@ from pydantic_settings import BaseSettings
 
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
-from libs.service.registry import SERVICES
-from libs.service.runner import RunningService, start_service
 from libs.config import Settings
 from libs.config.retrieval import RetrievalSettings
 from libs.contracts.verbs import verb as verb_spec
 from libs.embed import MiniLM
+from libs.service.registry import SERVICES
+from libs.service.runner import RunningService, start_service
 from libs.store import access, admin
 from libs.supervisor.ports import free_port
-
 
 ERROR_META_KEY = "echo-memory/error"  # where the edge puts a tool error's code, message and retryable
 

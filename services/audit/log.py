@@ -50,7 +50,7 @@ async def get_audit_log(conn: psycopg.AsyncConnection, caller: Caller, args: Get
         unscoped = False
     else:
         readable = await readable_scopes(conn, caller)
-        scope_ids = [s.id for s in readable]
+        scope_ids = [s.id for s in readable if s.id is not None]
         names = [s.name for s in readable]
         unscoped = SHARED in names
     params: dict[str, Any] = {

@@ -28,12 +28,12 @@ from libs import eventloop
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.config import Settings
+from libs.config.edge import EdgeSettings
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError, Unauthenticated
 from libs.telemetry import setup_tracing
 from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
 from services.edge.instructions import SERVER_INSTRUCTIONS
-from libs.config.edge import EdgeSettings
 from services.edge.tools import EdgeGuards, client_name, register_tools
 
 log = logging.getLogger(__name__)

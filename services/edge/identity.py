@@ -18,7 +18,7 @@ from libs.contracts.admin import TokenVerifyResult
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError, Unauthenticated
 from libs.contracts.subjects import valid_org
-from libs.store.tokens import org_of
+from libs.contracts.tokens import org_of
 
 log = logging.getLogger(__name__)
 

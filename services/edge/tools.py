@@ -21,28 +21,17 @@ from pydantic import BaseModel, ConfigDict
 
 from libs.bus.client import BusClient
 from libs.config import Timeouts
-from libs.contracts.audit import GetAuditLogInput, GetAuditLogResult
+from libs.config.edge import EdgeSettings
 from libs.contracts.bus import Caller
-from libs.contracts.causal import TraceCauseInput, TraceCauseResult
-from libs.contracts.documents import (
-    MarkIngestedInput,
-    MarkIngestedResult,
-    PendingDocumentsInput,
-    PendingDocumentsResult,
-    RecordRecallSaveInput,
-    RecordRecallSaveResult,
-)
 from libs.contracts.errors import EchoError, ErrorInfo
+from libs.contracts.framing import render_recall, strip_delimiters
 from libs.contracts.parsing import parse_args
-from libs.contracts.query import QueryMemoryInput, QueryMemoryResult
 from libs.contracts.verbs import Verb, verb
-from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
+from libs.contracts.write import WriteEpisodeResult
 from services.edge import instructions
 from services.edge.limits import RateLimiter, cap_max_tokens
 from services.edge.metrics import EdgeMetrics
-from services.edge.render import render_recall, strip_delimiters
 from services.edge.schemas import client_output_schema
-from libs.config.edge import EdgeSettings
 
 CallerSource = Callable[[Context], Caller]
 
@@ -128,7 +117,7 @@ def error_result(error: EchoError, spec: ToolSpec | None = None) -> mcp_types.Ca
         content=[mcp_types.TextContent(type="text", text=text)],
         structured_content=structured,
         is_error=True,
-        _meta={ERROR_META_KEY: info.model_dump(mode="json")},
+        meta={ERROR_META_KEY: info.model_dump(mode="json")},
     )
 
 

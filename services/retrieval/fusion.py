@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from services.retrieval.channels import Candidate, Pool
 from libs.config.retrieval import FusionWeights
+from services.retrieval.channels import Candidate, Pool
 
 # A candidate earns the coordination boost when it matches this many distinct query terms, or
 # every term of a shorter query (so a one-word identifier lookup still counts as exact).

@@ -16,6 +16,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
+from libs.config.retrieval import RetrievalSettings
 from libs.contracts.bus import Caller
 from libs.contracts.common import Provenance
 from libs.contracts.errors import InvalidArgument
@@ -27,9 +28,6 @@ from libs.telemetry import db_span
 from services.retrieval import channels as ch
 from services.retrieval import queries as q
 from services.retrieval.fusion import channels_of, fuse
-from libs.config.retrieval import RetrievalSettings
-
-
 
 # Opens a second, read-only connection to the same org database (see `_candidates`).
 SideConnection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]

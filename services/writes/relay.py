@@ -25,9 +25,9 @@ from nats.js.api import StreamConfig
 from nats.js.errors import BadRequestError, NotFoundError
 
 from libs.contracts.bus import Event
+from libs.contracts.subjects import EVENTS_STREAM, PREFIX, event_subject
 from libs.service.context import ServiceContext
 from libs.service.errors import as_echo_error
-from libs.contracts.subjects import EVENTS_STREAM, PREFIX, event_subject
 
 log = logging.getLogger(__name__)
 

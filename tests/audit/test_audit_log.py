@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from libs.testing.stack import tool_error
 from datetime import datetime
 from typing import Any
 
 from audit_helpers import Writer, fact
 
 from libs.testing import EchoStack
+from libs.testing.stack import tool_error
 
 PG = [("Postgres", "database"), ("Billing API", "service")]
 

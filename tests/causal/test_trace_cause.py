@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import itertools
 import time
-from libs.testing.stack import tool_error
 from typing import Any
 
 from mcp import Client
 
 from libs.testing import EchoStack
+from libs.testing.stack import tool_error
 
 
 def _fact(source: str, target: str, relation: str, text: str, hint: str | None = None) -> dict[str, Any]:

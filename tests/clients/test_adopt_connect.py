@@ -13,7 +13,6 @@ import os
 import stat
 import sys
 import tomllib
-from libs.testing.stack import tool_error
 from pathlib import Path
 
 import httpx2
@@ -22,6 +21,7 @@ from mcp import Client, StdioServerParameters
 
 from libs.cli.main import main
 from libs.testing import EchoStack
+from libs.testing.stack import tool_error
 
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

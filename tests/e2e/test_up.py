@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from libs.testing.stack import tool_error
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import psutil
 import pytest
 
 from libs.testing import mcp_http_client, server_dir
+from libs.testing.stack import tool_error
 
 pytestmark = pytest.mark.e2e
 

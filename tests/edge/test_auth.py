@@ -7,12 +7,12 @@ import uuid
 
 import httpx2
 import psycopg
-from libs.testing.stack import tool_error
 from edge_support import extra_edge, mcp_client
 
 from libs.orgs import register_org, unregister_org
 from libs.store import admin
 from libs.testing import EchoStack
+from libs.testing.stack import tool_error
 
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -5,15 +5,15 @@ from __future__ import annotations
 import contextlib
 
 import httpx2
-from libs.testing.stack import tool_error
 from edge_support import extra_edge, mcp_client
 
 from libs.config import Settings
+from libs.config.edge import EdgeSettings
 from libs.supervisor.nats import NatsServer
 from libs.supervisor.ports import free_port
 from libs.testing import EchoStack, server_dir
+from libs.testing.stack import tool_error
 from services.edge.app import start_edge
-from libs.config.edge import EdgeSettings
 
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

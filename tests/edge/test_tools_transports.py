@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from libs.testing.stack import tool_error
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,8 +18,9 @@ from typing import Any
 import psycopg
 from mcp import Client, StdioServerParameters
 
+from libs.contracts.framing import CLOSE_TAG, OPEN_TAG
 from libs.testing import EchoStack
-from services.edge.render import CLOSE_TAG, OPEN_TAG
+from libs.testing.stack import tool_error
 from services.edge.tools import TOOLS
 
 ECHO_MEMORY = Path(sys.executable).with_name("echo-memory")

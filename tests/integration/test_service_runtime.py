@@ -12,8 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from pydantic import BaseModel
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
@@ -21,9 +20,8 @@ from libs.config import Settings, Workers
 from libs.contracts.bus import Caller, Reply
 from libs.contracts.errors import Conflict, EchoError, Internal, InvalidArgument, Unavailable
 from libs.contracts.verbs import NotBuiltResult
-from libs.service.context import RequestContext, ServiceContext
-from libs.service.routes import Route
-from libs.service.routes import check_routes, encode_reply
+from libs.service.context import RequestContext
+from libs.service.routes import Route, check_routes, encode_reply
 from libs.service.runner import start_service
 from libs.supervisor.ports import free_port
 from libs.testing import EchoStack, tool_error
@@ -170,10 +168,12 @@ def test_only_processes_that_embed_load_the_model_runtime_and_the_edge_no_databa
     env = {k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")}
     env.update(
         ECHO_MEMORY_NATS_URL=nats_url, ECHO_MEMORY_DATABASE_URL=database_url,
-        ECHO_MEMORY_EDGE_PORT=str(free_port()), PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
+        ECHO_MEMORY_EDGE_PORT=str(free_port()),
+        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from libs.cli.main import main; sys.exit(main())", "service", name], env=env, cwd=REPO,
+        [sys.executable, "-c", "import sys; from libs.cli.main import main; sys.exit(main())", "service", name],
+        env=env, cwd=REPO,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:

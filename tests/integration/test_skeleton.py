@@ -7,8 +7,8 @@ import time
 import httpx2
 import pytest
 
-from libs.testing.stack import tool_error
 from libs.testing import EchoStack
+from libs.testing.stack import tool_error
 
 FACT = {
     "session_id": "s-1",

@@ -6,12 +6,12 @@ from __future__ import annotations
 import psycopg
 from pgvector.psycopg import register_vector_async
 
+from libs.config.retrieval import RetrievalSettings
 from libs.contracts.bus import Caller
 from libs.contracts.query import QueryMemoryInput
 from libs.embed import MiniLM
 from libs.testing import EchoStack
 from services.retrieval.search import query_memory
-from libs.config.retrieval import RetrievalSettings
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 TOPICS = ["billing", "search", "auth", "deploys", "payroll", "metrics", "email", "storage"]

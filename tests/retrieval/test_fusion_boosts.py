@@ -7,13 +7,13 @@ import math
 import psycopg
 from pgvector.psycopg import register_vector
 
+from libs.config.retrieval import FusionWeights
 from libs.embed import MiniLM
 from libs.eval.agent_facts import write_args
 from libs.testing import EchoStack
 from services.retrieval import queries as q
 from services.retrieval.channels import Candidate, proximity
 from services.retrieval.fusion import fuse
-from libs.config.retrieval import FusionWeights
 
 DOCS = ["Alice: the kiln fired my vase", "Bob: my vase fired in the kiln", "Carol: I bought a vase"]
 

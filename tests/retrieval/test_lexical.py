@@ -6,13 +6,13 @@ import math
 
 import psycopg
 
+from libs.config import load_settings
 from libs.contracts.bus import Caller
 from libs.contracts.query import QueryMemoryInput
 from libs.embed import MiniLM
 from libs.testing import EchoStack
 from services.retrieval import queries as q
 from services.retrieval.search import query_memory
-from libs.config import load_settings
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 DOCS = ["Alice: the kiln fired my vase", "Bob: the kiln is hot hot", "Carol: I bought a vase"]

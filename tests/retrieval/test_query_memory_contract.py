@@ -8,8 +8,8 @@ import time
 import psycopg
 import pytest
 
-from libs.testing.stack import tool_error
 from libs.testing import EchoStack
+from libs.testing.stack import tool_error
 
 
 def fact(source: str, target: str, relation: str, text: str, scope: str | None = None) -> dict:

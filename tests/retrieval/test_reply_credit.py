@@ -6,6 +6,7 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector_async
 
+from libs.config.retrieval import FusionWeights, RetrievalSettings
 from libs.contracts.bus import Caller
 from libs.contracts.query import QueryMemoryInput
 from libs.embed import MiniLM
@@ -14,7 +15,6 @@ from services.retrieval import queries as q
 from services.retrieval.channels import Candidate
 from services.retrieval.fusion import fuse
 from services.retrieval.search import query_memory
-from libs.config.retrieval import FusionWeights, RetrievalSettings
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 ON = ("dense", "lexical", "neighbour")

@@ -6,8 +6,8 @@ import pytest
 
 from libs.contracts import errors
 from libs.contracts.subjects import SERVICES, request_subject, subscribe_pattern
+from libs.contracts.tokens import hash_token, mint, org_of
 from libs.contracts.verbs import VERBS
-from libs.store.tokens import hash_token, mint, org_of
 
 
 def test_subjects_are_versioned_and_carry_the_org() -> None:

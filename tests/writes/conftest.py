@@ -12,8 +12,8 @@ from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError
-from libs.testing.stack import tool_error
 from libs.testing import EchoStack
+from libs.testing.stack import tool_error
 from services.edge.tools import TOOLS, error_result
 
 WRITE_EPISODE = next(spec for spec in TOOLS if spec.name == "write_episode")

@@ -1,0 +1,50 @@
+"""Who is who on the bus: the admin identity and the builtin scope names.
+
+Pure rules, no database: the edge and the CLI use them without loading a driver, and the access
+policy (libs/store/access.py) builds everything else on them.
+"""
+
+from __future__ import annotations
+
+from libs.contracts.bus import Caller
+from libs.contracts.errors import ScopeDenied
+
+ADMIN_AGENT = "admin"
+WILDCARD = "*"  # in a token's grants: every scope; in a scope's readers/writers: every agent
+SHARED = "shared"
+SOLO = "solo"
+SOLO_PREFIX = "solo:"
+BUILTIN_SCOPES = frozenset({SHARED, SOLO})
+DEFAULT_GRANTS = (SHARED, SOLO)  # what a new token may read and write unless told otherwise
+
+
+def admin_caller(org: str) -> Caller:
+    """The caller the CLI and the operator send over the bus to act as `org`'s admin."""
+    return Caller(org=org, agent_id=ADMIN_AGENT, read_scopes=[WILDCARD], write_scopes=[WILDCARD])
+
+
+def is_admin(caller: Caller) -> bool:
+    """True only for the admin identity: agent `admin` granted every scope to read and write."""
+    return (
+        caller.agent_id == ADMIN_AGENT
+        and WILDCARD in caller.read_scopes
+        and WILDCARD in caller.write_scopes
+    )
+
+
+def require_admin(caller: Caller, action: str) -> None:
+    """Return when `caller` is the admin identity.
+
+    Raises:
+        ScopeDenied: any other caller, naming `action` (e.g. "manage tokens", "export").
+    """
+    if not is_admin(caller):
+        raise ScopeDenied(
+            f"agent '{caller.agent_id}' may not {action}: only the org's admin identity may "
+            "(the echo-memory CLI on the host, or the Kubernetes operator)"
+        )
+
+
+def is_reserved_agent(agent_id: str) -> bool:
+    """True for the agent id no token may carry (the admin identity's)."""
+    return agent_id == ADMIN_AGENT
