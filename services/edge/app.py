@@ -33,6 +33,7 @@ from libs.contracts.errors import EchoError, Unauthenticated
 from libs.telemetry import setup_tracing
 from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
 from services.edge.instructions import SERVER_INSTRUCTIONS
+from services.edge.readiness import not_ready_reason
 from services.edge.settings import EdgeSettings
 from services.edge.tools import EdgeGuards, client_name, register_tools
 
@@ -74,7 +75,7 @@ def build_http_server(
     guards = EdgeGuards(settings=edge)
     register_tools(server, bus, settings.timeouts, lambda ctx: current_http_caller(client_name(ctx)), guards)
     _add_logging_level(server)
-    _add_health_routes(server, broker, guards if edge.metrics else None)
+    _add_health_routes(server, broker, _orgs(settings, edge)[0], guards if edge.metrics else None)
     return server, verifier, guards
 
 
@@ -113,7 +114,7 @@ def _add_logging_level(server: MCPServer) -> None:
     server._lowlevel_server.add_request_handler("logging/setLevel", mcp_types.SetLevelRequestParams, set_level)
 
 
-def _add_health_routes(server: MCPServer, broker: NatsBroker, guards: EdgeGuards | None) -> None:
+def _add_health_routes(server: MCPServer, broker: NatsBroker, org: str, guards: EdgeGuards | None) -> None:
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> Response:
         # Liveness never depends on NATS or Postgres: an outage should gate traffic, not restart pods.
@@ -121,8 +122,8 @@ def _add_health_routes(server: MCPServer, broker: NatsBroker, guards: EdgeGuards
 
     @server.custom_route("/readyz", methods=["GET"])
     async def readyz(request: Request) -> Response:
-        ready = await broker.ping(timeout=1.0)
-        return JSONResponse({"status": "ready" if ready else "bus unreachable"}, status_code=200 if ready else 503)
+        reason = await not_ready_reason(broker, org)
+        return JSONResponse({"status": reason or "ready"}, status_code=503 if reason else 200)
 
     if guards is not None:
         metrics = guards.metrics
