@@ -37,7 +37,8 @@ LOCK_FILE = "supervisor.lock"
 EDGE_PORT_FILE = "edge-port"
 PG_PORT_FILE = "pg-port"
 NATS_PORT_FILE = "nats-port"
-INFRASTRUCTURE = ("postgres", "nats")
+# Generous: on a loaded 2-core machine the edge's imports alone took most of a minute.
+EDGE_START_TIMEOUT = 120.0
 
 
 class StartupError(RuntimeError):
@@ -180,7 +181,7 @@ class Supervisor:
             self._watch(name, service, port=edge_port if name == "edge" else None, log=service.log_path)
         self.state.edge_url = f"http://127.0.0.1:{edge_port}/mcp"
         self._write()
-        if not wait_for_port(edge_port, timeout=60):
+        if not wait_for_port(edge_port, timeout=EDGE_START_TIMEOUT):
             raise StartupError(f"the MCP edge did not start; see {self.home / 'logs' / 'edge.log'}")
         self._wait_services_ready(timeout=90)
         self.state.ready = True

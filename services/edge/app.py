@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types
+import nats.errors
 import uvicorn
 from faststream.nats import NatsBroker
 from mcp.server.auth.settings import AuthSettings
@@ -30,6 +31,7 @@ from libs.bus.client import BusClient
 from libs.config import Settings
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError, Unauthenticated
+from libs.supervisor.follow import follow_supervisor_nats
 from libs.telemetry import setup_tracing
 from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
 from services.edge.instructions import SERVER_INSTRUCTIONS
@@ -264,6 +266,8 @@ async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None) -> i
         return 2
     broker = make_broker(settings.nats_url or "")
     await broker.start()
+    # Started from `echo-memory up`'s state: follow NATS if a later `up` moves it to another port.
+    follow = follow_supervisor_nats(broker.connection, settings.home.expanduser(), settings.nats_url or "")
     try:
         verifier = BusTokenVerifier(BusClient(broker), settings.timeouts.auth, orgs=_orgs(settings, edge))
         access = await verifier.verify_token(settings.token.get_secret_value())
@@ -277,8 +281,18 @@ async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None) -> i
         print(f"echo-memory mcp: {exc.message}", file=sys.stderr)
         return 2
     finally:
-        await broker.stop()
+        if follow is not None:
+            follow.cancel()
+        await _close_bus(broker)
     return 0
+
+
+async def _close_bus(broker: NatsBroker) -> None:
+    """Close the broker; with the bus down (mid-reconnect) draining is impossible, so just close."""
+    try:
+        await broker.stop()
+    except (nats.errors.ConnectionReconnectingError, nats.errors.ConnectionClosedError):
+        await broker.connection.close()
 
 
 def run_edge(settings: Settings) -> int:
