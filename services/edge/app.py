@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types
+import nats.errors
 import uvicorn
 from faststream.nats import NatsBroker
 from mcp.server.auth.settings import AuthSettings
@@ -31,9 +32,11 @@ from libs.config import Settings
 from libs.config.edge import EdgeSettings
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError, Unauthenticated
+from libs.supervisor.follow import follow_supervisor_nats
 from libs.telemetry import setup_tracing
 from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
 from services.edge.instructions import SERVER_INSTRUCTIONS
+from services.edge.readiness import not_ready_reason
 from services.edge.tools import EdgeGuards, client_name, register_tools
 
 log = logging.getLogger(__name__)
@@ -74,7 +77,7 @@ def build_http_server(
     guards = EdgeGuards(settings=edge)
     register_tools(server, bus, settings.timeouts, lambda ctx: current_http_caller(client_name(ctx)), guards)
     _add_logging_level(server)
-    _add_health_routes(server, broker, guards if edge.metrics else None)
+    _add_health_routes(server, broker, _orgs(settings, edge)[0], guards if edge.metrics else None)
     return server, verifier, guards
 
 
@@ -113,7 +116,7 @@ def _add_logging_level(server: MCPServer) -> None:
     server._lowlevel_server.add_request_handler("logging/setLevel", mcp_types.SetLevelRequestParams, set_level)
 
 
-def _add_health_routes(server: MCPServer, broker: NatsBroker, guards: EdgeGuards | None) -> None:
+def _add_health_routes(server: MCPServer, broker: NatsBroker, org: str, guards: EdgeGuards | None) -> None:
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> Response:
         # Liveness never depends on NATS or Postgres: an outage should gate traffic, not restart pods.
@@ -121,8 +124,8 @@ def _add_health_routes(server: MCPServer, broker: NatsBroker, guards: EdgeGuards
 
     @server.custom_route("/readyz", methods=["GET"])
     async def readyz(request: Request) -> Response:
-        ready = await broker.ping(timeout=1.0)
-        return JSONResponse({"status": "ready" if ready else "bus unreachable"}, status_code=200 if ready else 503)
+        reason = await not_ready_reason(broker, org)
+        return JSONResponse({"status": reason or "ready"}, status_code=503 if reason else 200)
 
     if guards is not None:
         metrics = guards.metrics
@@ -263,6 +266,8 @@ async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None) -> i
         return 2
     broker = make_broker(settings.nats_url or "")
     await broker.start()
+    # Started from `echo-memory up`'s state: follow NATS if a later `up` moves it to another port.
+    follow = follow_supervisor_nats(broker.connection, settings.home.expanduser(), settings.nats_url or "")
     try:
         verifier = BusTokenVerifier(BusClient(broker), settings.timeouts.auth, orgs=_orgs(settings, edge))
         access = await verifier.verify_token(settings.token.get_secret_value())
@@ -276,8 +281,18 @@ async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None) -> i
         print(f"echo-memory mcp: {exc.message}", file=sys.stderr)
         return 2
     finally:
-        await broker.stop()
+        if follow is not None:
+            follow.cancel()
+        await _close_bus(broker)
     return 0
+
+
+async def _close_bus(broker: NatsBroker) -> None:
+    """Close the broker; with the bus down (mid-reconnect) draining is impossible, so just close."""
+    try:
+        await broker.stop()
+    except (nats.errors.ConnectionReconnectingError, nats.errors.ConnectionClosedError):
+        await broker.connection.close()
 
 
 def run_edge(settings: Settings) -> int:

@@ -127,7 +127,7 @@ async def test_the_edge_binds_loopback_unless_configured() -> None:
     assert Settings(edge_host="0.0.0.0").edge_host == "0.0.0.0"
 
 
-async def test_healthz_is_live_readyz_follows_the_bus_and_metrics_render(nats_url: str) -> None:
+async def test_healthz_is_live_readyz_follows_the_bus_and_services_and_metrics_render(nats_url: str) -> None:
     server = NatsServer(server_dir("edge-nats"), free_port())
     server.start()
     settings = Settings(org="t-health", nats_url=server.url, edge_port=free_port())
@@ -136,8 +136,8 @@ async def test_healthz_is_live_readyz_follows_the_bus_and_metrics_render(nats_ur
         async with httpx2.AsyncClient(timeout=10) as http:
             base = edge.base_url
             assert (await http.get(f"{base}/healthz")).status_code == 200
-            ready = await http.get(f"{base}/readyz")
-            assert ready.status_code == 200 and ready.json()["status"] == "ready"
+            ready = await http.get(f"{base}/readyz")  # the bus is up, but no service runs on it
+            assert ready.status_code == 503 and ready.json()["status"] == "writes and retrieval not answering"
             metrics = await http.get(f"{base}/metrics")
             assert metrics.status_code == 200 and "echo_edge_tool_calls_total" in metrics.text
             server.stop()

@@ -1,0 +1,42 @@
+"""What `/readyz` checks: the bus is connected, and a writes and a retrieval service answer on it.
+
+Each service is sent one request whose arguments no verb accepts: a live service refuses it with
+`invalid_argument` before touching its database, so the probe proves the service answers without
+doing any work or leaving any trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from faststream.nats import NatsBroker
+
+from libs.bus.client import BusClient
+from libs.contracts.bus import Caller
+from libs.contracts.errors import EchoError, InvalidArgument
+
+PROBE_AGENT = "readyz"
+# Verbs whose argument models reject unknown fields (StrictModel).
+PROBES = (("writes", "token_verify"), ("retrieval", "query_memory"))
+PROBE_ARGS = {"readiness_probe": True}
+
+
+async def not_ready_reason(broker: NatsBroker, org: str, timeout: float = 1.0) -> str | None:
+    """None when the edge can serve; else why not, in a few words (`bus unreachable`, `… not answering`)."""
+    if not await broker.ping(timeout=timeout):
+        return "bus unreachable"
+    bus = BusClient(broker)
+    caller = Caller(org=org, agent_id=PROBE_AGENT)
+    answers = await asyncio.gather(*(_answers(bus, caller, service, verb, timeout) for service, verb in PROBES))
+    silent = [service for (service, _), answered in zip(PROBES, answers, strict=True) if not answered]
+    return f"{' and '.join(silent)} not answering" if silent else None
+
+
+async def _answers(bus: BusClient, caller: Caller, service: str, verb: str, timeout: float) -> bool:
+    try:
+        await bus.call(caller=caller, service=service, verb=verb, args=PROBE_ARGS, timeout=timeout)
+    except InvalidArgument:
+        return True  # the expected refusal: the service is there and working
+    except EchoError:
+        return False  # nobody subscribed, no answer in time, or the bus went away
+    return True

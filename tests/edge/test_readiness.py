@@ -1,0 +1,26 @@
+"""`/readyz` tells the truth: ready only while the bus is up and writes and retrieval answer on it."""
+
+from __future__ import annotations
+
+import httpx2
+
+from libs.testing import EchoStack
+
+
+async def _readyz(stack: EchoStack) -> tuple[int, str]:
+    async with httpx2.AsyncClient(timeout=10) as http:
+        response = await http.get(f"{stack.edge.base_url}/readyz")
+    return response.status_code, response.json()["status"]
+
+
+async def test_readyz_follows_the_writes_and_retrieval_services(stack: EchoStack) -> None:
+    assert await _readyz(stack) == (200, "ready")
+    await stack.stop("retrieval")
+    assert await _readyz(stack) == (503, "retrieval not answering")
+    await stack.stop("writes")
+    assert await _readyz(stack) == (503, "writes and retrieval not answering")
+    await stack.start("retrieval")
+    await stack.start("writes")
+    assert await _readyz(stack) == (200, "ready")
+    scopes = (await stack.admin_call("writes", "status", {}))["scopes"]
+    assert all(s["facts"] == 0 and s["last_write"] is None for s in scopes), scopes  # probes wrote nothing

@@ -1,0 +1,72 @@
+"""A service's connection pool after Postgres died and came back on the same port (real processes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from libs.contracts.errors import Unavailable
+from libs.store.pool import OrgDatabases
+from libs.store.schema import apply_migrations
+from libs.supervisor.ports import free_port
+from libs.supervisor.postgres import EmbeddedPostgres
+from libs.testing import server_dir
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[EmbeddedPostgres]:
+    """A Postgres of this test's own: killing the session's server would break every other test."""
+    base = server_dir("pool-restart")
+    server = EmbeddedPostgres(base, free_port(), durable=False)
+    server.start()
+    apply_migrations(server.url())
+    yield server
+    server.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+async def _in_use_together(databases: OrgDatabases, count: int) -> None:
+    """Check out `count` connections at once, so the pool holds that many afterwards."""
+    pool = await databases.pool("local")
+    connections = [await pool.getconn() for _ in range(count)]
+    for conn in connections:
+        await pool.putconn(conn)
+
+
+async def test_every_request_after_a_postgres_restart_succeeds(own_postgres: EmbeddedPostgres) -> None:
+    databases = OrgDatabases("local", own_postgres.url())
+    try:
+        await _in_use_together(databases, 4)
+        os.kill(own_postgres.pid() or 0, signal.SIGKILL)
+        own_postgres.process.wait(timeout=10)  # type: ignore[union-attr]
+        own_postgres.start()  # same port, as the supervisor restarts it
+        for _ in range(6):  # more requests than the pool held stale connections
+            async with databases.transaction("local") as conn:
+                assert await (await conn.execute("SELECT 1")).fetchone() == (1,)
+    finally:
+        await databases.close()
+
+
+async def test_a_request_while_postgres_stays_down_is_a_retryable_error_in_bounded_time(
+    own_postgres: EmbeddedPostgres,
+) -> None:
+    databases = OrgDatabases("local", own_postgres.url())
+    try:
+        await _in_use_together(databases, 1)
+        os.kill(own_postgres.pid() or 0, signal.SIGKILL)
+        own_postgres.process.wait(timeout=10)  # type: ignore[union-attr]
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as caught:  # the pool waits its time-out for a new connection
+            async with databases.transaction("local") as conn:
+                await conn.execute("SELECT 1")
+        assert caught.value.retryable and time.monotonic() - started < 12
+        with pytest.raises(psycopg.OperationalError):  # still down: nothing pretends otherwise
+            psycopg.connect(own_postgres.url(), connect_timeout=2).close()
+    finally:
+        await databases.close()
