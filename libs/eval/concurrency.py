@@ -45,7 +45,10 @@ class System:
 
     def __init__(self, home: Path) -> None:
         self.home = home
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")}
+        # The caller's worker counts pass through (a side-by-side run with ECHO_MEMORY_WORKERS__RETRIEVAL=1);
+        # nothing else of the caller's configuration reaches the throw-away system.
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith("ECHO_MEMORY_") or k.startswith("ECHO_MEMORY_WORKERS__")}
         # One token makes thousands of calls on purpose.
         self.env.update(ECHO_MEMORY_HOME=str(home), ECHO_MEMORY_EDGE_RATE_PER_MINUTE="0")
 

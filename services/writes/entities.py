@@ -1,6 +1,6 @@
 """Entity resolution for write_episode: which stored entity each mention of a call means.
 
-Rules (issue 3), applied inside the scope and under the scope's write lock:
+Rules, applied inside the scope and under the scope's write lock:
 1. an `entity_resolutions` choice wins: an existing id (it must exist in the same scope, else the
    call is refused with `not_found`) or "new";
 2. otherwise an exact, case-insensitive match on a stored name (how = exact) or alias

@@ -1,4 +1,4 @@
-"""query_memory's contract over the real bus and MCP edge (issue 4)."""
+"""query_memory's contract over the real bus and MCP edge"""
 
 from __future__ import annotations
 
