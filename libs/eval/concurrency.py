@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -156,18 +156,16 @@ Asker = Callable[[str], Awaitable[None]]
 
 
 class _EdgeSessions:
-    """One MCP session per client, each asking query_memory through the edge."""
+    """One MCP session per client, each asking query_memory through the edge; closed last-opened first."""
 
     def __init__(self, url: str, token: str) -> None:
         self.url, self.token = url, token
-        self.managers: list[Any] = []
+        self.stack = AsyncExitStack()
 
     async def open(self, _: int) -> Asker:
         from libs.testing import mcp_http_client
 
-        manager = mcp_http_client(self.url, self.token)
-        client = await manager.__aenter__()
-        self.managers.append(manager)
+        client = await self.stack.enter_async_context(mcp_http_client(self.url, self.token))
 
         async def ask(text: str) -> None:
             result = await client.call_tool("query_memory", {"query": text, "scope": SCOPE})
@@ -177,8 +175,7 @@ class _EdgeSessions:
         return ask
 
     async def close(self) -> None:
-        for manager in self.managers:
-            await manager.__aexit__(None, None, None)
+        await self.stack.aclose()
 
 
 class _BusAskers:
