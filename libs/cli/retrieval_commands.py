@@ -25,7 +25,9 @@ def register(sub: Any) -> None:
     recall.add_argument("question")
     recall.add_argument("--scope", action="append", help="scope to read (repeatable); default shared")
     recall.add_argument("--top-k", type=int, default=10)
-    recall.add_argument("--as-of", type=int, help="Unix seconds: the store as it was then")
+    recall.add_argument(
+        "--as-of", help="the store as it was then: Unix seconds or ISO-8601 (a whole second, minute or day means its end)"
+    )
     recall.add_argument("--about", action="append", help="entity name (once or twice)")
     recall.add_argument("--no-episodes", action="store_true", help="facts only")
     recall.add_argument("--max-tokens", type=int)
