@@ -18,6 +18,7 @@ USAGE_ERROR = 2
 # The file each harness looks for inside a folder it is given.
 AGENT_FACTS_FILE = "agent-facts.json"
 LOCOMO_FILE = "locomo10.json"
+LONGMEMEVAL_FILE = "longmemeval_s.json"
 
 
 def register(sub: Any) -> None:
@@ -25,7 +26,9 @@ def register(sub: Any) -> None:
     recall.add_argument("question")
     recall.add_argument("--scope", action="append", help="scope to read (repeatable); default shared")
     recall.add_argument("--top-k", type=int, default=10)
-    recall.add_argument("--as-of", type=int, help="Unix seconds: the store as it was then")
+    recall.add_argument(
+        "--as-of", help="the store as it was then: Unix seconds or ISO-8601 (a whole second, minute or day means its end)"
+    )
     recall.add_argument("--about", action="append", help="entity name (once or twice)")
     recall.add_argument("--no-episodes", action="store_true", help="facts only")
     recall.add_argument("--max-tokens", type=int)
@@ -44,15 +47,18 @@ def register(sub: Any) -> None:
     evaluate.add_argument("--json", action="store_true")
     evaluate.set_defaults(func=_eval)
 
-    external = sub.add_parser("eval-external", help="retrieval on a public benchmark (locomo, madial)")
-    external.add_argument("benchmark", choices=["locomo", "madial"])
+    external = sub.add_parser("eval-external", help="retrieval on a public benchmark (locomo, madial, longmemeval)")
+    external.add_argument("benchmark", choices=["locomo", "madial", "longmemeval"])
     external.add_argument(
         "path", nargs="?",
-        help=f"locomo: {LOCOMO_FILE} or its folder; madial: the folder of the MADial-Bench-en files (required)",
+        help=f"locomo: {LOCOMO_FILE} or its folder; madial: the folder of the MADial-Bench-en files; "
+        f"longmemeval: a LongMemEval JSON file, or a folder holding {LONGMEMEVAL_FILE} (required)",
     )
     external.add_argument("--conversations", type=int, help="locomo: only the first N conversations")
     external.add_argument("--questions", type=int, help="only the first N questions of each (madial: N dialogues)")
     external.add_argument("--query-mode", default="context", help="madial: context | last-user | recent-first")
+    external.add_argument("--per-type", type=int, metavar="N", help="longmemeval: only the first N questions of each type")
+    external.add_argument("--json", action="store_true", help="longmemeval: include every question's scores")
     external.set_defaults(func=_external)
 
     from libs.eval.benchmark import register as register_benchmark  # the latency harness
@@ -174,9 +180,12 @@ def _external(settings: Any, args: Any) -> int:
 
     command = f"eval-external {args.benchmark}"
     if args.path is None:
-        what = f"{LOCOMO_FILE} or the folder holding it" if args.benchmark == "locomo" else (
-            "the folder holding the MADial-Bench-en memory and dialogue files")
+        what = {"locomo": f"{LOCOMO_FILE} or the folder holding it",
+                "madial": "the folder holding the MADial-Bench-en memory and dialogue files",
+                "longmemeval": f"a LongMemEval JSON file such as {LONGMEMEVAL_FILE}"}[args.benchmark]
         return _refuse(command, f"give the dataset path: echo-memory {command} PATH ({what})")
+    if args.benchmark == "longmemeval":
+        return _longmemeval(settings, args, command)
     if args.benchmark == "madial":
         if args.query_mode not in QUERY_MODES:
             return _refuse(command, f"--query-mode must be one of {', '.join(QUERY_MODES)}")
@@ -194,5 +203,28 @@ def _external(settings: Any, args: Any) -> int:
     report = _run_harness(settings, command, job)
     if report is None:
         return 1
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _longmemeval(settings: Any, args: Any, command: str) -> int:
+    """Load and check the file before connecting; then run and print the report (per question with --json)."""
+    from libs.eval import longmemeval
+    from libs.eval.runner import run_longmemeval
+
+    if args.per_type is not None and args.per_type < 1:
+        return _refuse(command, f"--per-type must be 1 or more, not {args.per_type}")
+    path = _dataset_file(command, args.path, LONGMEMEVAL_FILE)
+    if path is None:
+        return USAGE_ERROR
+    try:
+        questions = longmemeval.first_of_each_type(longmemeval.load(path), args.per_type)
+    except longmemeval.DatasetError as exc:
+        return _refuse(command, str(exc))
+    report = _run_harness(settings, command, run_longmemeval(_call(settings), questions, show=True))
+    if report is None:
+        return 1
+    if not args.json:
+        report.pop("per_question", None)
     print(json.dumps(report, indent=2))
     return 0

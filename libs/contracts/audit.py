@@ -12,6 +12,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from libs.contracts.common import Provenance, StrictModel
+from libs.contracts.instants import Instant
 
 # Every kind of audit row, written in the same transaction as the change it records.
 AUDIT_KINDS = (
@@ -29,9 +30,9 @@ MAX_AUDIT_PAGE = 1000
 
 
 class GetAuditLogInput(StrictModel):
-    since: str | int | None = Field(None, description="ISO-8601 or Unix seconds, inclusive")
-    until: str | int | None = Field(
-        None, description="ISO-8601 or Unix seconds, inclusive (whole seconds include that entire second)"
+    since: Instant | None = Field(None, description="ISO-8601 or Unix seconds, inclusive")
+    until: Instant | None = Field(
+        None, description="ISO-8601 or Unix seconds, inclusive of the whole second, minute or day it names"
     )
     scope: str | None = Field(None, max_length=100, description="one readable scope; default every readable scope")
     agent: str | None = Field(None, min_length=1, max_length=100)

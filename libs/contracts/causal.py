@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from libs.contracts.common import Provenance, StrictModel
+from libs.contracts.instants import Instant
 
 StepHint = Literal["led_to", "caused_by", "enabled_by", "blocked_by"]
 Polarity = Literal["causing", "enabling", "blocking"]
@@ -30,7 +31,11 @@ MAX_DEPTH = 10
 class TraceCauseInput(StrictModel):
     topic: str = Field(min_length=1, max_length=1000, description="entity names (comma-separated) or free text")
     scope: str | list[str] | None = Field(None, description="one or more readable scopes; default shared")
-    as_of: int | None = Field(None, ge=0, description="Unix seconds: walk only facts valid at that time")
+    as_of: Instant | None = Field(
+        None,
+        description="walk only facts valid then: Unix seconds or ISO-8601; a whole second, minute or day "
+        "means its end",
+    )
     max_depth: int = Field(5, ge=1, le=MAX_DEPTH, description="steps walked on each side of the topic")
     max_chains: int = Field(10, ge=1, le=50, description="chains returned; `truncated` says when more exist")
 
@@ -111,4 +116,4 @@ class TraceCauseResult(BaseModel):
     empty_kind: EmptyKind | None = None
     message: str = Field(description="one sentence for a person: what was found, or which kind of empty")
     scopes: list[str] = Field(default_factory=list)
-    as_of: int | None = None
+    as_of: Instant | None = Field(None, description="the as_of the caller passed, unchanged")

@@ -7,13 +7,18 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from libs.contracts.common import Provenance, StrictModel
+from libs.contracts.instants import Instant
 
 
 class QueryMemoryInput(StrictModel):
     query: str | None = Field(None, max_length=4000, description="what you want to know; omit only with digest")
     scope: str | list[str] | None = Field(None, description="one or more readable scopes; default shared")
     top_k: int = Field(10, ge=1, le=100)
-    as_of: int | None = Field(None, ge=0, description="Unix seconds: the store as it was then")
+    as_of: Instant | None = Field(
+        None,
+        description="the store as it was then: Unix seconds (int or fractional) or ISO-8601; a whole second, "
+        "minute or day means its end, so everything written during it is visible",
+    )
     about: list[str] | None = Field(
         None, min_length=1, max_length=2,
         description="one or two entity names (exact name or alias, case-insensitive); two = edges between them",

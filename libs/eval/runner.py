@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from libs.eval import agent_facts, locomo
+from libs.eval import agent_facts, locomo, longmemeval
 from libs.eval.metrics import bootstrap_ci, hit_at, percentile, recall_at, reciprocal_rank
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -123,6 +123,84 @@ def locomo_scores(ranked: list[str], gold: set[str], session_of: dict[str, int],
         "mrr": reciprocal_rank(ranked, gold, k),
         "session": len(gold_sessions & top_sessions) / len(gold_sessions),
     }
+
+
+# Turns asked for per LongMemEval question: a haystack holds ~50 sessions of ~10 turns, and ten
+# distinct sessions must be reachable for session recall@10 to mean anything.
+LONGMEMEVAL_DEPTH = 100
+LONGMEMEVAL_KS = (5, 10)
+
+
+async def run_longmemeval(
+    call: Call, questions: list[longmemeval.Question], *, show: bool = False
+) -> dict[str, Any]:
+    """Session recall@5/@10, all@5/@10 and MRR per question type and overall, with 95% bootstrap intervals.
+
+    Each question's haystack is imported into a scope of its own and the question asked there.
+    Questions with no evidence to find (abstention questions, or no answer sessions) are skipped
+    and counted; a question whose haystack has no turns scores 0.
+    """
+    rows: list[dict[str, Any]] = []
+    latencies: list[float] = []
+    skipped = truncated = 0
+    for index, question in enumerate(questions, start=1):
+        if not question.has_evidence:
+            skipped += 1
+            continue
+        scope = await new_scope(call, "eval-longmemeval")
+        session_of, cut = await import_haystack(call, scope, question)
+        truncated += cut
+        started = time.perf_counter()
+        result = await call("retrieval", "query_memory",
+                            {"query": question.question[:4000], "scope": scope, "top_k": LONGMEMEVAL_DEPTH})
+        latencies.append((time.perf_counter() - started) * 1000)
+        ranked = [session_of.get(item["id"], "?") for item in result["results"]]
+        rows.append({"type": question.question_type, "question_id": question.question_id,
+                     **longmemeval_scores(ranked, set(question.answer_session_ids))})
+        if show:
+            progress("longmemeval", index, len(questions))
+    by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_type[row["type"]].append(row)
+    return {"dataset": "longmemeval", "questions": len(rows), "skipped_no_evidence": skipped,
+            "truncated_turns": truncated, "ranking_depth_turns": LONGMEMEVAL_DEPTH,
+            "overall": summary(rows), "by_type": {name: summary(group) for name, group in sorted(by_type.items())},
+            "latency_ms": _latency(latencies), "per_question": rows}
+
+
+async def import_haystack(call: Call, scope: str, question: longmemeval.Question) -> tuple[dict[str, str], int]:
+    """Import a question's sessions as turns; (episode id -> session id, turns cut to the import limit).
+
+    Turns with blank content are left out (an episode needs text).
+    """
+    turns = [(session, seq, turn) for session in question.sessions for seq, turn in enumerate(session.turns)
+             if turn.content.strip()]
+    session_of: dict[str, str] = {}
+    cut = sum(len(f"{t.role}: {t.content}") > longmemeval.MAX_TURN_CHARS for _, _, t in turns)
+    for start in range(0, len(turns), IMPORT_CHUNK):
+        chunk = turns[start : start + IMPORT_CHUNK]
+        episodes = [
+            {"kind": "turn", "content": f"{t.role}: {t.content}"[: longmemeval.MAX_TURN_CHARS], "speaker": t.role,
+             "session_id": s.id, "seq": seq, "occurred_at": s.occurred_at, "metadata": {"session_id": s.id}}
+            for s, seq, t in chunk
+        ]
+        result = await call("writes", "import_episodes", {"scope": scope, "episodes": episodes})
+        session_of.update(zip(result["episode_ids"], (s.id for s, _, _ in chunk), strict=True))
+    return session_of, cut
+
+
+def longmemeval_scores(ranked_turns: list[str], gold: set[str]) -> dict[str, float]:
+    """Scores of one question from the session of each ranked turn, best first.
+
+    Sessions are ranked by their best turn; recall@k is the share of answer sessions among the
+    first k sessions, all@k is 1 when every answer session is among them, MRR is 1/rank of the
+    first answer session (0 when none is reached).
+    """
+    sessions = [s for s in dict.fromkeys(ranked_turns) if s != "?"]
+    out = {f"recall@{k}": recall_at(sessions, gold, k) for k in LONGMEMEVAL_KS}
+    out |= {f"all@{k}": float(gold <= set(sessions[:k])) for k in LONGMEMEVAL_KS}
+    out["mrr"] = reciprocal_rank(sessions, gold)
+    return out
 
 
 async def rank_agent_facts(call: Call, scope: str, text: str, by_id: dict[str, str]) -> list[str]:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -20,11 +19,10 @@ from psycopg.rows import dict_row
 from libs.contracts.audit import AUDIT_KINDS, AuditEntry, GetAuditLogInput, GetAuditLogResult
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
+from libs.contracts.instants import parse_span
 from libs.store.access import SHARED, public_name, resolve_scope
 from services.audit import queries as q
 from services.audit.access import readable_scopes
-
-_NUMBER = re.compile(r"^\d{1,12}(\.\d+)?$")
 
 
 async def get_audit_log(conn: psycopg.AsyncConnection, caller: Caller, args: GetAuditLogInput) -> GetAuditLogResult:
@@ -34,8 +32,9 @@ async def get_audit_log(conn: psycopg.AsyncConnection, caller: Caller, args: Get
     time, kind, fact id or cursor, or since after until; ScopeDenied/NotFound for a scope the
     token may not read or that does not exist.
     """
-    since = parse_time(args.since, "since") if args.since is not None else None
-    until = parse_time(args.until, "until", end_of=True) if args.until is not None else None
+    # `until` is inclusive of the whole unit it names, so the SQL bound is the instant past it.
+    since = parse_span(args.since, "since").start if args.since is not None else None
+    until = parse_span(args.until, "until").end if args.until is not None else None
     if since is not None and until is not None and since >= until:
         raise InvalidArgument(f"since ({args.since}) is after until ({args.until})")
     if args.kind is not None and args.kind not in AUDIT_KINDS:
@@ -76,32 +75,6 @@ def entry_from_row(row: dict[str, Any]) -> AuditEntry:
         before=row["before"], after=row["after"], reason=row["reason"], post_hoc=row["post_hoc"],
         created_at=row["created_at"],
     )
-
-
-def parse_time(value: str | int, name: str, *, end_of: bool = False) -> datetime:
-    """ISO-8601 or Unix seconds as an aware datetime (naive ISO is UTC).
-
-    With `end_of`, the instant just past the value, so an inclusive `until` becomes `created_at < result`:
-    a whole second (Unix seconds, or ISO without fractions) includes that entire second.
-    """
-    text = str(value).strip()
-    try:
-        if isinstance(value, int) or _NUMBER.match(text):
-            seconds = float(text)
-            when = datetime.fromtimestamp(seconds, tz=UTC)
-            whole = seconds.is_integer()
-        else:
-            when = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=UTC)
-            whole = when.microsecond == 0 and "." not in text
-    except (ValueError, OverflowError, OSError):
-        raise InvalidArgument(f"{name} '{value}' is neither ISO-8601 (2025-01-31T12:00:00Z) nor Unix seconds") from None
-    if when.year < 1970 or when.year > 9000:
-        raise InvalidArgument(f"{name} '{value}' is out of range")
-    if end_of:
-        when += timedelta(seconds=1) if whole else timedelta(microseconds=1)
-    return when
 
 
 def encode_cursor(created_at: datetime, row_id: int) -> str:

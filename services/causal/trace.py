@@ -37,6 +37,7 @@ from libs.contracts.causal import (
     TraceCauseResult,
 )
 from libs.contracts.common import Provenance
+from libs.contracts.instants import parse_span
 from libs.embed import MiniLM
 from libs.store.access import Scope, public_name, resolve_read_scopes
 from libs.telemetry import db_span
@@ -94,7 +95,8 @@ async def trace_cause(
     """
     scopes = await resolve_read_scopes(conn, caller, args.scope)
     scope_ids = [s.id for s in scopes if s.id is not None]
-    at = datetime.fromtimestamp(args.as_of, tz=UTC) if args.as_of is not None else datetime.now(tz=UTC)
+    # The last instant of the named second (minute, day): a write during it is visible as_of it.
+    at = parse_span(args.as_of, "as_of").last if args.as_of is not None else datetime.now(tz=UTC)
     base: dict[str, Any] = {"scope_ids": scope_ids, "at": at}
     out = TraceCauseResult(
         topic=args.topic, resolution="none", message="", scopes=[s.name for s in scopes], as_of=args.as_of
@@ -308,7 +310,7 @@ def _provenance(r: dict[str, Any]) -> Provenance:
 
 def _where(scopes: list[Scope], args: TraceCauseInput) -> str:
     names = ", ".join(s.name for s in scopes)
-    when = f" as of {datetime.fromtimestamp(args.as_of, tz=UTC).isoformat()}" if args.as_of is not None else ""
+    when = f" as of {parse_span(args.as_of, 'as_of').last.isoformat()}" if args.as_of is not None else ""
     return f"scope {names}{when}"
 
 

@@ -20,6 +20,7 @@ from libs.config.retrieval import RetrievalSettings
 from libs.contracts.bus import Caller
 from libs.contracts.common import Provenance
 from libs.contracts.errors import InvalidArgument
+from libs.contracts.instants import parse_span
 from libs.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
 from libs.embed import MiniLM, settle
 from libs.store import embedding_models
@@ -50,6 +51,8 @@ async def query_memory(
     read log is always written on `conn`, in the request's transaction.
     """
     settings = settings or RetrievalSettings()  # the defaults; the service passes its configured section
+    # The last instant of the named second (minute, day): a write during it is visible as_of it.
+    as_of = parse_span(args.as_of, "as_of").last if args.as_of is not None else None
     query = (args.query or "").strip()
     about = [name.strip() for name in (args.about or [])]
     if any(not name for name in about):
@@ -62,7 +65,7 @@ async def query_memory(
     try:
         scopes = await resolve_read_scopes(conn, caller, args.scope)
         scope_ids = [s.id for s in scopes if s.id is not None]
-        at = datetime.fromtimestamp(args.as_of, tz=UTC) if args.as_of is not None else datetime.now(tz=UTC)
+        at = as_of if as_of is not None else datetime.now(tz=UTC)
         params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query}
         note: str | None = None
         lexical_note: str | None = None
@@ -98,7 +101,7 @@ async def query_memory(
     for extra in (lexical_note, model_note):
         if extra:
             note = f"{note}; {extra}" if note else extra
-    read_id = await _log_read(conn, caller, args, scopes, items, total, at if args.as_of is not None else None)
+    read_id = await _log_read(conn, caller, args, scopes, items, total, as_of)
     return QueryMemoryResult(
         results=items, read_id=read_id, total_tokens=total, scopes=[s.name for s in scopes], note=note,
         lexical=lexical_used,

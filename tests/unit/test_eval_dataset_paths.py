@@ -27,6 +27,7 @@ def test_a_folder_resolves_to_the_expected_file(tmp_path: Path) -> None:
         ["eval", "--dataset", "{dir}"],
         ["eval-external", "locomo", "{dir}/nothing.json"],
         ["eval-external", "madial", "{dir}"],
+        ["eval-external", "longmemeval", "{dir}"],
     ],
 )
 def test_a_missing_dataset_is_refused_with_a_reason(
@@ -46,6 +47,7 @@ def test_a_missing_dataset_is_refused_with_a_reason(
         (["eval", "--context"], "--dataset PATH"),
         (["eval-external", "locomo"], "echo-memory eval-external locomo PATH"),
         (["eval-external", "madial", "--questions", "5"], "echo-memory eval-external madial PATH"),
+        (["eval-external", "longmemeval", "--per-type", "2"], "echo-memory eval-external longmemeval PATH"),
     ],
 )
 def test_no_dataset_path_names_the_missing_argument(

@@ -31,8 +31,8 @@ async def test_three_versions_form_one_chain_readable_as_of_each_time(stack: Ech
             [edge] = result["edges_created"]
             assert edge["supersedes"] == (ids[-1] if ids else None)
             ids.append(edge["fact_id"])
-            await asyncio.sleep(1.1)  # as_of has one-second resolution
-            seen_at.append(int(time.time()))
+            seen_at.append(int(time.time()))  # as_of a whole second reads its end: this write is in
+            await asyncio.sleep(1.1)  # the next version lands in a later second
         history = []
         for moment in seen_at:
             _, read = await call(client, "query_memory", {"about": ["Payments service", "Stripe"], "as_of": moment})
