@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from faststream.nats import NatsBroker
 
 from libs.telemetry import bus_middleware
@@ -28,3 +30,20 @@ def make_broker(nats_url: str, *, reconnect_forever: bool = True) -> NatsBroker:
         connect_timeout=BOUNDED_CONNECT_SECONDS,
         reconnect_time_wait=BOUNDED_RECONNECT_WAIT_SECONDS,  # type: ignore[arg-type]
     )
+
+
+async def stop_broker(broker: NatsBroker, *, settle_seconds: float = 6.0) -> None:
+    """Stop a broker of `make_broker(reconnect_forever=False)`, also when its connection is down.
+
+    nats-py refuses to drain a connection that is reconnecting or closed. A bounded broker's
+    reconnect ends within seconds, connected again (then it is drained as usual) or closed by
+    nats-py itself (then nothing is left to stop); this waits up to `settle_seconds` for that.
+    """
+    connection = getattr(broker, "_connection", None)  # FastStream's handle on the nats-py client
+    waited = 0.0
+    while connection is not None and connection.is_reconnecting and waited < settle_seconds:
+        await asyncio.sleep(0.05)
+        waited += 0.05
+    if connection is not None and connection.is_closed:
+        return
+    await broker.stop()

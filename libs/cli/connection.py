@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import nats.errors
 from faststream.nats import NatsBroker
 
-from libs.bus.broker import make_broker
+from libs.bus.broker import make_broker, stop_broker
 from libs.bus.client import BusClient
 from libs.config import Settings
 from libs.contracts.errors import Unavailable
@@ -90,7 +90,7 @@ async def bus_session(settings: Settings) -> AsyncIterator[NatsBroker]:
     try:
         yield broker
     finally:
-        await broker.stop()
+        await stop_broker(broker)
 
 
 async def admin_call(settings: Settings, service: str, verb: str, args: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
