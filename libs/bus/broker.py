@@ -2,11 +2,48 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from faststream.nats import NatsBroker
 
 from libs.telemetry import bus_middleware
 
+# A short-lived caller (the CLI) gives up after one retry half a second apart, each attempt bounded
+# by this many seconds: nats-py only stops retrying a server when max_reconnect_attempts is > 0.
+BOUNDED_CONNECT_SECONDS = 2
+BOUNDED_RECONNECT_WAIT_SECONDS = 0.5
 
-def make_broker(nats_url: str) -> NatsBroker:
+
+def make_broker(nats_url: str, *, reconnect_forever: bool = True) -> NatsBroker:
+    """A broker for `nats_url`, not yet connected.
+
+    Services and the edge keep the default: they retry connecting and reconnecting without limit,
+    since NATS coming back later is their normal case. `reconnect_forever=False` is for a command
+    that should fail fast: connecting then ends with `nats.errors.NoServersError` after two
+    attempts of at most BOUNDED_CONNECT_SECONDS each.
+    """
     # logger=None: the broker would otherwise log every message at INFO, payloads included.
-    return NatsBroker(nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=-1)
+    if reconnect_forever:
+        return NatsBroker(nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=-1)
+    return NatsBroker(
+        nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=1,
+        connect_timeout=BOUNDED_CONNECT_SECONDS,
+        reconnect_time_wait=BOUNDED_RECONNECT_WAIT_SECONDS,  # type: ignore[arg-type]
+    )
+
+
+async def stop_broker(broker: NatsBroker, *, settle_seconds: float = 6.0) -> None:
+    """Stop a broker of `make_broker(reconnect_forever=False)`, also when its connection is down.
+
+    nats-py refuses to drain a connection that is reconnecting or closed. A bounded broker's
+    reconnect ends within seconds, connected again (then it is drained as usual) or closed by
+    nats-py itself (then nothing is left to stop); this waits up to `settle_seconds` for that.
+    """
+    connection = getattr(broker, "_connection", None)  # FastStream's handle on the nats-py client
+    waited = 0.0
+    while connection is not None and connection.is_reconnecting and waited < settle_seconds:
+        await asyncio.sleep(0.05)
+        waited += 0.05
+    if connection is not None and connection.is_closed:
+        return
+    await broker.stop()

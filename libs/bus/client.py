@@ -1,7 +1,9 @@
 """The one way to call a service: a typed request with an explicit time-out.
 
 Callers get the verb's result as a dict, or a typed `EchoError`: a missing service is
-`Unavailable`, a silent one is `BusTimeout`, both retryable; never an empty success.
+`Unavailable`, a silent one is `BusTimeout`, both retryable; never an empty success. When the bus
+itself is down (the connection is closed or reconnecting) the error says so, `Unavailable`, and
+names no service: the service may well be fine.
 """
 
 from __future__ import annotations
@@ -14,6 +16,15 @@ from faststream.nats import NatsBroker
 from libs.contracts.bus import Caller, Reply, Request
 from libs.contracts.errors import BusTimeout, EchoError, Internal, Unavailable, from_info
 from libs.contracts.subjects import request_subject
+
+BUS_DOWN = "the message bus (NATS) cannot be reached; retry once it is back"
+
+
+def bus_connected(broker: NatsBroker) -> bool:
+    """True while `broker` holds a live NATS connection (False before start, while reconnecting, after close)."""
+    # FastStream sets _connection on connect and clears it on stop; nats-py tracks the live state.
+    connection = getattr(broker, "_connection", None)
+    return connection is not None and bool(connection.is_connected)
 
 
 class BusClient:
@@ -39,11 +50,14 @@ class BusClient:
                 f"no {service} service is running for org '{caller.org}'; retry once it is back"
             ) from exc
         except (TimeoutError, nats.errors.TimeoutError) as exc:
+            if not bus_connected(self.broker):
+                raise Unavailable(BUS_DOWN) from exc
             raise BusTimeout(
                 f"the {service} service did not answer {verb} within {timeout:g} s; it may be down or overloaded"
             ) from exc
-        except (nats.errors.ConnectionClosedError, nats.errors.NoServersError) as exc:
-            raise Unavailable("the message bus (NATS) cannot be reached") from exc
+        except (nats.errors.ConnectionClosedError, nats.errors.NoServersError, nats.errors.StaleConnectionError,
+                nats.errors.ConnectionReconnectingError, nats.errors.OutboundBufferLimitError) as exc:
+            raise Unavailable(BUS_DOWN) from exc
         try:
             reply = Reply.model_validate_json(message.body)
         except ValueError as exc:
@@ -55,4 +69,4 @@ class BusClient:
         raise Internal(f"the {service} service replied to {verb} with neither a result nor an error")
 
 
-__all__ = ["BusClient", "EchoError"]
+__all__ = ["BUS_DOWN", "BusClient", "EchoError", "bus_connected"]

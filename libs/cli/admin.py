@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import SecretStr
 
 from libs import eventloop
-from libs.cli.connection import NotRunning, admin_call, nats_url
+from libs.cli.connection import START_HINT, NotRunning, admin_call, nats_url
 from libs.config import Settings
 from libs.contracts.admin import ScopeCreateResult, TokenCreateResult, TokenListResult, TokenRevokeResult
 from libs.contracts.errors import EchoError
 from libs.store.schema import apply_migrations, schema_version
 from libs.supervisor.postgres import EmbeddedPostgres
 from libs.supervisor.state import read_state
+
+DB_CONNECT_TIMEOUT_SECONDS = 10
 
 
 def _database_url(settings: Settings) -> str | None:
@@ -33,22 +37,41 @@ def init_db(settings: Settings) -> int:
         print("echo-memory: set ECHO_MEMORY_DATABASE_URL, or start the embedded system with `echo-memory up`",
               file=sys.stderr)
         return 2
+    # libpq waits for the operating system's TCP time-out (minutes) on a host that never answers.
+    url = make_conninfo(url, connect_timeout=DB_CONNECT_TIMEOUT_SECONDS)
     try:
         applied = apply_migrations(url)
+        version = schema_version(url)
     except EchoError as exc:
-        print(f"echo-memory: {exc.message}", file=sys.stderr)
+        print(f"echo-memory init-db: {exc.message}", file=sys.stderr)
+        return 1
+    except psycopg.OperationalError as exc:
+        print(f"echo-memory init-db: cannot use the database at {_where(url)} ({_reason(exc)}); check "
+              f"ECHO_MEMORY_DATABASE_URL, or for the embedded system {START_HINT}", file=sys.stderr)
         return 1
     for name in applied:
         print(f"applied {name}")
-    print(f"schema version {schema_version(url)}" + ("" if applied else " (already up to date)"))
+    print(f"schema version {version}" + ("" if applied else " (already up to date)"))
     return 0
+
+
+def _reason(exc: psycopg.OperationalError) -> str:
+    # libpq's text is several lines: "connection failed: connection to server at ... failed: WHY", then hints.
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return " ".join(first.rsplit("failed: ", 1)[-1].split())
+
+
+def _where(url: str) -> str:
+    """host:port of a connection string, never its user or password."""
+    parts = conninfo_to_dict(url)
+    return f"{parts.get('host') or 'localhost'}:{parts.get('port') or 5432}"
 
 
 def _call(settings: Settings, service: str, verb: str, args: dict[str, object]) -> dict[str, object] | None:
     try:
         return eventloop.run(admin_call(settings, service, verb, args), use_uvloop=settings.uvloop)
-    except (EchoError, NotRunning) as exc:
-        print(f"echo-memory: {getattr(exc, 'message', exc)}", file=sys.stderr)
+    except EchoError as exc:  # NotRunning and BusUnreachable among them
+        print(f"echo-memory: {exc.message}", file=sys.stderr)
         return None
 
 

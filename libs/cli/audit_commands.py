@@ -55,41 +55,36 @@ def register(sub: Any) -> None:
 
 
 def _run(settings: Settings, command: str, work: Awaitable[int]) -> int:
-    from libs.cli.connection import NotRunning
-
     try:
         return eventloop.run(work, use_uvloop=settings.uvloop)  # type: ignore[arg-type]
-    except EchoError as exc:
+    except EchoError as exc:  # NotRunning and BusUnreachable among them
         print(f"echo-memory {command}: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        raise  # the reader of standard output left; main() ends quietly
     except (ExportFileError, OSError) as exc:
         print(f"echo-memory {command}: refused, nothing was written: {exc}", file=sys.stderr)
         return 2
-    except NotRunning as exc:
-        print(f"echo-memory {command}: {exc}", file=sys.stderr)
-        return 1
 
 
 @asynccontextmanager
 async def admin_session(settings: Settings) -> AsyncIterator[Call]:
-    """One bus connection for a whole command, calling as the org's admin identity."""
-    from libs.bus.broker import make_broker
+    """One bounded bus connection for a whole command, calling as the org's admin identity.
+
+    Raises NotRunning or BusUnreachable (libs/cli/connection.py) when the bus cannot be reached.
+    """
     from libs.bus.client import BusClient
-    from libs.cli.connection import ADMIN_AGENT, nats_url
-    from libs.contracts.bus import Caller
+    from libs.cli.connection import bus_session
+    from libs.contracts.identity import admin_caller
 
-    broker = make_broker(nats_url(settings))
-    await broker.start()
-    client = BusClient(broker)
-    caller = Caller(org=settings.org, agent_id=ADMIN_AGENT, read_scopes=["*"], write_scopes=["*"])
+    async with bus_session(settings) as broker:
+        client = BusClient(broker)
+        caller = admin_caller(settings.org)
 
-    async def call(service: str, verb: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
-        return await client.call(caller=caller, service=service, verb=verb, args=args, timeout=timeout)
+        async def call(service: str, verb: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
+            return await client.call(caller=caller, service=service, verb=verb, args=args, timeout=timeout)
 
-    try:
         yield call
-    finally:
-        await broker.stop()
 
 
 # ---- export / import ---------------------------------------------------------------------------

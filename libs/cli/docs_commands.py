@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from libs import eventloop
-from libs.cli.connection import NotRunning, admin_call
+from libs.cli.connection import admin_call
 from libs.config import Settings
 from libs.contracts.documents import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS_PER_CALL, RegisterDocumentsResult
 from libs.contracts.errors import EchoError
@@ -115,8 +115,8 @@ def docs_sync(settings: Settings, args: argparse.Namespace) -> int:
         return 1 if skipped else 0
     try:
         results = eventloop.run(_register(settings, project, documents), use_uvloop=settings.uvloop)
-    except (EchoError, NotRunning) as exc:
-        print(f"echo-memory: {getattr(exc, 'message', exc)}", file=sys.stderr)
+    except EchoError as exc:  # NotRunning and BusUnreachable among them
+        print(f"echo-memory docs sync: {exc.message}", file=sys.stderr)
         return 1
     tally: dict[str, int] = {}
     for item in results:
@@ -130,8 +130,7 @@ def docs_sync(settings: Settings, args: argparse.Namespace) -> int:
 async def _register(settings: Settings, project: str, documents: list[dict[str, str]]) -> list[Any]:
     results = []
     for batch in _batches(documents):
-        raw = await admin_call(settings, "writes", "register_documents", {"project": project, "documents": batch},
-                               timeout=settings.timeouts.write)
+        raw = await admin_call(settings, "writes", "register_documents", {"project": project, "documents": batch})
         results.extend(RegisterDocumentsResult.model_validate(raw).documents)
     return results
 

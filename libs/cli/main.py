@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sys
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
 from libs.config import load_settings
+from libs.contracts.errors import EchoError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.system_commands",
@@ -20,6 +25,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.client_commands",
     "libs.cli.docs_commands",
 )
+
+USAGE_ERROR = 2
+INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,9 +40,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code, 2 for a usage error, 130 after Ctrl-C, 141 when stdout's reader left.
+
+    Expected conditions (the system is down, a typed EchoError, a refused connection) end in one
+    sentence on stderr and exit code 1. Anything else is a bug and keeps its traceback on purpose:
+    hiding it would make bugs look like conditions.
+    """
     args = build_parser().parse_args(argv)
-    settings = load_settings()
+    prefix = f"echo-memory {args.command}"
     try:
-        return int(args.func(settings, args))
+        settings = load_settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
+        print(f"{prefix}: the settings are invalid ({problems}); check the ECHO_MEMORY_* variables", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        code = int(args.func(settings, args))
+        sys.stdout.flush()  # inside the guard: a reader that left shows up here, not at interpreter exit
+        return code
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
+    except BrokenPipeError:
+        # Python would try to flush stdout again at exit and print "Exception ignored"; point it
+        # at /dev/null so `echo-memory status | head -1` ends quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return PIPE_CLOSED
+    except EchoError as exc:  # NotRunning and BusUnreachable among them
+        print(f"{prefix}: {exc.message}", file=sys.stderr)
+        return 1
+    except ConnectionError as exc:
+        print(f"{prefix}: a connection failed ({exc.strerror or exc}); is Echo Memory running? "
+              "start it with `echo-memory up`", file=sys.stderr)
+        return 1

@@ -66,11 +66,13 @@ def register(sub: Any) -> None:
     register_benchmark(sub)
 
 
-def _call(settings: Any):  # type: ignore[no-untyped-def]
+def _call(settings: Any, *, bulk: bool = True):  # type: ignore[no-untyped-def]
+    """`call(service, verb, args)` as the admin, each request bounded by the bulk time-out (the
+    harnesses, which load and query under load) or, with bulk=False, by its verb's own class."""
     from libs.cli.connection import admin_call
 
     async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-        return await admin_call(settings, service, verb, args, timeout=settings.timeouts.bulk)
+        return await admin_call(settings, service, verb, args, timeout=settings.timeouts.bulk if bulk else None)
 
     return call
 
@@ -86,8 +88,8 @@ def _recall(settings: Any, args: Any) -> int:
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     try:
-        result = eventloop.run(_call(settings)("retrieval", "query_memory", body), use_uvloop=settings.uvloop)
-    except EchoError as exc:
+        result = eventloop.run(_call(settings, bulk=False)("retrieval", "query_memory", body), use_uvloop=settings.uvloop)
+    except EchoError as exc:  # NotRunning and BusUnreachable among them
         print(f"echo-memory recall: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
     print(json.dumps(result, indent=2) if args.json else render_recall(result))
@@ -99,7 +101,7 @@ def _reindex(settings: Any, args: Any) -> int:
     from libs.eval.runner import progress
 
     async def run() -> None:
-        call = _call(settings)
+        call = _call(settings, bulk=False)
         if args.status:
             print(json.dumps(await call("reindex", "lexical_status", {"scope": args.scope}), indent=2))
             return
@@ -161,15 +163,12 @@ def _dataset_file(command: str, path: str, name: str) -> Path | None:
 
 def _run_harness(settings: Any, command: str, job: Any) -> dict[str, Any] | None:
     """The harness' report; None after one line on stderr when the system is not running or refuses."""
-    from libs.cli.connection import NotRunning
     from libs.contracts.errors import EchoError
 
     try:
         report: dict[str, Any] = eventloop.run(job, use_uvloop=settings.uvloop)
         return report
-    except NotRunning as exc:
-        print(f"echo-memory {command}: {exc}", file=sys.stderr)
-    except EchoError as exc:
+    except EchoError as exc:  # NotRunning and BusUnreachable among them
         print(f"echo-memory {command}: {exc.code}: {exc.message}", file=sys.stderr)
     return None
 

@@ -462,16 +462,14 @@ async def _throwaway(args: Any, sizes: list[int]) -> dict[str, Any]:
 
 
 async def _against_running(settings: Any, args: Any, sizes: list[int], token: str) -> dict[str, Any]:
-    from libs.bus.broker import make_broker
     from libs.bus.client import BusClient
-    from libs.cli.connection import ADMIN_AGENT, NotRunning, nats_url
+    from libs.cli.connection import ADMIN_AGENT, NotRunning, connect_bus
     from libs.contracts.bus import Caller
 
     broker = None
     bus: Call | None = None
     try:
-        broker = make_broker(nats_url(settings))
-        await broker.start()
+        broker = await connect_bus(settings)  # BusUnreachable (a sentence) when its NATS does not answer
         client = BusClient(broker)
         caller = Caller(org=settings.org, agent_id=ADMIN_AGENT, read_scopes=["*"], write_scopes=["*"])
 

@@ -1,0 +1,91 @@
+"""Whom `BusClient.call` blames, over a real nats-server: the bus when it is down, the service when not."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Iterator
+
+import nats
+import pytest
+from faststream.nats import NatsBroker
+
+from libs.bus.broker import make_broker, stop_broker
+from libs.bus.client import BusClient, bus_connected
+from libs.contracts.errors import BusTimeout, EchoError, Unavailable
+from libs.contracts.identity import admin_caller
+from libs.contracts.subjects import request_subject
+from libs.supervisor.nats import NatsServer
+from libs.supervisor.ports import free_port
+from libs.testing import server_dir
+
+ORG = "blame"
+SERVICE, VERB = "writes", "status"
+
+
+@pytest.fixture
+def own_nats() -> Iterator[NatsServer]:
+    """A nats-server of this test alone, so the test may stop it."""
+    base = server_dir("blame")
+    server = NatsServer(base, free_port())
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+async def _call(broker: NatsBroker, timeout: float = 1.0) -> EchoError:
+    with pytest.raises(EchoError) as caught:
+        await BusClient(broker).call(caller=admin_caller(ORG), service=SERVICE, verb=VERB, args={}, timeout=timeout)
+    return caught.value
+
+
+async def _until(broker: NatsBroker, *, connected: bool) -> None:
+    for _ in range(200):
+        if bus_connected(broker) is connected:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the client never became {'connected' if connected else 'disconnected'}")
+
+
+async def test_no_service_on_a_live_bus_names_the_service(own_nats: NatsServer) -> None:
+    broker = make_broker(own_nats.url)
+    await broker.start()
+    try:
+        error = await _call(broker)
+    finally:
+        await broker.stop()
+    assert type(error) is Unavailable
+    assert f"no {SERVICE} service" in error.message
+
+
+async def test_a_silent_service_on_a_live_bus_is_a_time_out_naming_it(own_nats: NatsServer) -> None:
+    listener = await nats.connect(own_nats.url)
+    await listener.subscribe(request_subject(ORG, SERVICE, VERB))  # receives, never replies
+    broker = make_broker(own_nats.url)
+    await broker.start()
+    try:
+        error = await _call(broker, timeout=0.5)
+    finally:
+        await broker.stop()
+        await listener.close()
+    assert type(error) is BusTimeout
+    assert f"the {SERVICE} service did not answer" in error.message
+
+
+@pytest.mark.parametrize("reconnect_forever", [True, False], ids=["service-broker", "cli-broker"])
+async def test_a_bus_that_went_down_is_blamed_not_the_service(own_nats: NatsServer, reconnect_forever: bool) -> None:
+    broker = make_broker(own_nats.url, reconnect_forever=reconnect_forever)
+    await broker.start()
+    try:
+        own_nats.stop()
+        await _until(broker, connected=False)
+        error = await _call(broker)
+    finally:
+        if reconnect_forever:  # a service's broker waits for NATS to come back; let it, then stop
+            own_nats.start()
+            await _until(broker, connected=True)
+        await stop_broker(broker)
+    assert type(error) is Unavailable and error.retryable
+    assert "message bus (NATS) cannot be reached" in error.message
+    assert SERVICE not in error.message
