@@ -363,6 +363,9 @@ class ExportResume(StrictModel):
         None, description="the file's last complete record; null when the file holds only the header"
     )
 
+    # The record is matched against the store as written, so it is not rewritten.
+    verbatim_fields = frozenset({"after"})
+
 
 class ExportInput(StrictModel):
     scope: str | None = Field(None, max_length=100, description="one scope; default the whole org")
@@ -387,6 +390,9 @@ class ImportStageInput(StrictModel):
     import_id: str = Field(min_length=1, max_length=64, description="a UUID the importer chooses once per file")
     first_line: int = Field(ge=0, description="line number of lines[0] in the file (0 = the header)")
     lines: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_EXPORT_PAGE)
+
+    # A restore keeps the file's text exactly as exported.
+    verbatim_fields = frozenset({"lines"})
 
 
 class ImportStageResult(BaseModel):
