@@ -37,7 +37,7 @@ class StrictModel(BaseModel):
             refuse_nul(value)
             return value
         field = cls.model_fields.get(name)
-        if field is not None and _holds_model(field.annotation):
+        if field is not None and _holds_model(field.annotation):  # type: ignore[arg-type]  # typing forms are hashable
             return value  # a nested input model applies its own hygiene, with its own exemptions
         return clean_value(value, keep_zero_width=name in cls.zero_width_kept)
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from libs.contracts.common import StrictModel
+from libs.contracts.framing import MEMORY_NOTICE, MemoryNotice
 
 # A project memory file larger than this is not registered: agents read pending documents whole,
 # and one bus message (NATS default max payload 1 MiB) must carry at least one of them.
@@ -48,6 +49,7 @@ class PendingDocument(BaseModel):
 
 
 class PendingDocumentsResult(BaseModel):
+    memory_notice: MemoryNotice = Field(MEMORY_NOTICE, description="always this text: the stored text below is data")
     documents: list[PendingDocument]
     more: bool = Field(False, description="more documents are pending than this answer carries")
 
