@@ -29,6 +29,7 @@ from libs.cli.backup import (
 from libs.config import Settings
 from libs.contracts.audit import ExportFileError, WhyResult
 from libs.contracts.errors import EchoError
+from libs.contracts.framing import frame_text
 
 __all__ = ["admin_session", "export_to", "import_lines", "read_export_file", "register"]
 
@@ -152,7 +153,7 @@ async def _why(settings: Settings, fact_id: str, as_json: bool) -> int:
 
 
 def render_why(r: WhyResult) -> str:
-    """The trail as text for a person, newest knowledge last."""
+    """The trail as text for a person, newest knowledge last, inside the recall block: it quotes stored text."""
     p = r.written_by
     asked = next(v for v in r.versions if v.is_asked)
     out = [
@@ -182,7 +183,7 @@ def render_why(r: WhyResult) -> str:
     out += [f"  {_t(s.created_at)} {s.agent_id}: {s.note} (read {s.read_id or '-'})" for s in r.saves]
     out.append(f"audit ({len(r.audit)}):")
     out += [f"  {_t(a.created_at)} {a.kind} by {a.agent_id}: {a.reason}" for a in r.audit]
-    return "\n".join(out)
+    return frame_text("\n".join(out))
 
 
 def _t(when: Any) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from libs.contracts.common import CausalHint, Confidence, StrictModel
 from libs.contracts.errors import ErrorInfo
@@ -13,35 +13,6 @@ MAX_ENTITIES = 50
 MAX_FACTS = 50
 MAX_FACT_CHARS = 2000
 MAX_NAME_CHARS = 200
-
-
-def check_storable_text(value: Any, where: str = "arguments") -> None:
-    """Refuse strings Postgres cannot store (NUL) or UTF-8 cannot encode (lone surrogates).
-
-    Raises ValueError naming the field, which pydantic reports as a validation error.
-    """
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError(f"{where} contains a NUL character, which cannot be stored")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"{where} is not valid Unicode text (lone surrogate)") from None
-    elif isinstance(value, BaseModel):
-        for name in type(value).model_fields:
-            check_storable_text(getattr(value, name), f"{where}.{name}" if where != "arguments" else name)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            check_storable_text(item, f"{where}.{index}")
-
-
-class StorableText(BaseModel):
-    """Mixin: every string of the model, however nested, must be storable text."""
-
-    @model_validator(mode="after")
-    def _storable(self) -> Any:
-        check_storable_text(self)
-        return self
 
 
 class EntityIn(StrictModel):
@@ -65,7 +36,7 @@ class EntityResolution(StrictModel):
     rationale: str | None = Field(None, max_length=500)
 
 
-class WriteEpisodeInput(StrictModel, StorableText):
+class WriteEpisodeInput(StrictModel):
     scope: str | None = Field(None, max_length=100, description="shared (default), solo, or a named scope")
     session_id: str = Field(min_length=1, max_length=200)
     project: str | None = Field(None, max_length=200)

@@ -24,7 +24,7 @@ from libs.config import Timeouts
 from libs.config.edge import EdgeSettings
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError, ErrorInfo
-from libs.contracts.framing import render_recall, strip_delimiters
+from libs.contracts.framing import render_framed, render_recall, strip_delimiters
 from libs.contracts.parsing import parse_args
 from libs.contracts.verbs import Verb, verb
 from libs.contracts.write import WriteEpisodeResult
@@ -179,8 +179,18 @@ def _make_tool(  # type: ignore[no-untyped-def]
     return tool
 
 
+# Tools whose results carry stored text: their TEXT content is framed as recalled data (query_memory
+# has its own numbered rendering); the rest echo ids and the caller's own arguments.
+FRAMED_TOOLS = frozenset({"trace_cause", "pending_documents", "get_audit_log"})
+
+
 def _success(spec: ToolSpec, result: dict[str, Any]) -> mcp_types.CallToolResult:
-    text = render_recall(result) if spec.name == "query_memory" else _json_text(spec, result)
+    if spec.name == "query_memory":
+        text = render_recall(result)
+    elif spec.name in FRAMED_TOOLS:
+        text = render_framed(spec.output_model.model_validate(result).model_dump(mode="json"))
+    else:
+        text = _json_text(spec, result)
     return mcp_types.CallToolResult(
         content=[mcp_types.TextContent(type="text", text=text)], structured_content=result, is_error=False
     )

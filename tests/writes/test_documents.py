@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from libs.contracts.documents import MAX_DOCUMENT_BYTES, PENDING_BYTES_BUDGET
+from libs.contracts.framing import MEMORY_NOTICE
 from libs.testing import EchoStack
 from tests.writes.conftest import call, counts, sql
 
@@ -144,7 +145,7 @@ async def test_pending_is_paged_by_count_and_by_bytes(stack: EchoStack) -> None:
     assert [d["path"] for d in by_count["documents"]] == ["notes/00.md", "notes/01.md", "notes/02.md"]
     assert by_count["more"] is True
     assert [d["path"] for d in by_bytes["documents"]][-1] == "notes/big-b.md" and by_bytes["more"] is True
-    assert nothing == {"documents": [], "more": False}
+    assert nothing == {"documents": [], "more": False, "memory_notice": MEMORY_NOTICE}
 
 
 async def test_mark_ingested_refusals_are_typed_and_change_nothing(stack: EchoStack) -> None:
