@@ -32,11 +32,16 @@ class ServiceContext:
     broker: NatsBroker
     databases: OrgDatabases
     embedder: MiniLM | None = None
+    lazy_model: bool = False  # load the model at the first request that needs it
     on_start: Callable[[], Awaitable[None]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # objects a service keeps by name (its outbox relay)
 
     def model(self) -> MiniLM:
-        """The embedding model; `Internal` when this service was started without one."""
+        """The embedding model (loaded now if the service loads it on first use); `Internal` without one."""
+        if self.embedder is None and self.lazy_model:
+            from libs.embed import MiniLM
+
+            self.embedder = MiniLM()
         if self.embedder is None:
             raise Internal(f"the {self.name} service was started without its embedding model")
         return self.embedder

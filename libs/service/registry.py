@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Literal
 
 from libs.config import Settings
 
@@ -16,16 +17,23 @@ from libs.config import Settings
 class ServiceInfo:
     name: str
     module: str  # a module with `routes(ctx) -> list[Route]`
-    embedder: bool  # loads the embedding model at start
+    # When the process loads the embedding model: at start (every request embeds), on first use
+    # (a rare verb embeds; the model costs ~170 MB resident), or never.
+    model: Literal["at_start", "on_first_use", "never"]
+
+    @property
+    def embedder(self) -> bool:
+        """The service embeds at all (tests hand it the shared model)."""
+        return self.model != "never"
 
 
 SERVICES: tuple[ServiceInfo, ...] = (
-    ServiceInfo("writes", "services.writes.app", True),
-    ServiceInfo("retrieval", "services.retrieval.app", True),
-    ServiceInfo("causal", "services.causal.app", True),
-    ServiceInfo("audit", "services.audit.app", False),
-    ServiceInfo("reindex", "services.reindex.app", True),  # re-embeds after a model change
-    ServiceInfo("consolidation", "services.consolidation.app", False),
+    ServiceInfo("writes", "services.writes.app", "at_start"),
+    ServiceInfo("retrieval", "services.retrieval.app", "at_start"),
+    ServiceInfo("causal", "services.causal.app", "at_start"),
+    ServiceInfo("audit", "services.audit.app", "never"),
+    ServiceInfo("reindex", "services.reindex.app", "on_first_use"),  # re-embeds only after a model change
+    ServiceInfo("consolidation", "services.consolidation.app", "never"),
 )
 EDGE_MODULE = "services.edge.app"
 NAMES = tuple(s.name for s in SERVICES) + ("edge",)
@@ -47,4 +55,4 @@ def run(name: str, settings: Settings) -> int:
     from libs.service.runner import run_service
 
     module = importlib.import_module(info.module)
-    return run_service(name, module.routes, settings, embedder=info.embedder)
+    return run_service(name, module.routes, settings, model=info.model)

@@ -52,7 +52,8 @@ class RunningService:
 
 
 async def start_service(
-    name: str, routes: RoutesFactory, settings: Settings, *, embedder: MiniLM | None = None
+    name: str, routes: RoutesFactory, settings: Settings, *, embedder: MiniLM | None = None,
+    lazy_model: bool = False,
 ) -> RunningService:
     """Connect, subscribe every route of `name` and start serving in the running event loop."""
     if settings.nats_url is None:
@@ -70,6 +71,7 @@ async def start_service(
         broker=broker,
         databases=OrgDatabases(settings.org, default_url, lookup, max_size=settings.db_pool_size),
         embedder=embedder,
+        lazy_model=lazy_model,
     )
     broker.include_router(build_router(ctx, routes(ctx)))
     await broker.start()
@@ -83,7 +85,7 @@ async def _background(start: Callable[[], Awaitable[None]]) -> None:
     await start()
 
 
-def run_service(name: str, routes: RoutesFactory, settings: Settings, *, embedder: bool = False) -> int:
+def run_service(name: str, routes: RoutesFactory, settings: Settings, *, model: str = "never") -> int:
     """Run one service in the foreground until SIGTERM/SIGINT; returns the process exit code."""
     logging.basicConfig(level=settings.log_level.upper(), format=f"%(asctime)s {name} %(levelname)s %(message)s")
     if settings.nats_url is None:
@@ -98,17 +100,17 @@ def run_service(name: str, routes: RoutesFactory, settings: Settings, *, embedde
         except psycopg.OperationalError as exc:
             print(f"echo-memory {name}: cannot reach the database: {exc}".strip(), file=sys.stderr)
             return 1
-    return eventloop.run(_serve(name, routes, settings, embedder), use_uvloop=settings.uvloop)
+    return eventloop.run(_serve(name, routes, settings, model), use_uvloop=settings.uvloop)
 
 
-async def _serve(name: str, routes: RoutesFactory, settings: Settings, embedder: bool) -> int:
+async def _serve(name: str, routes: RoutesFactory, settings: Settings, model: str) -> int:
     setup_tracing(name)
-    model = None
-    if embedder:  # only services that embed load the model and its runtime
+    embedder = None
+    if model == "at_start":  # only services that embed load the model and its runtime
         from libs.embed import MiniLM
 
-        model = MiniLM()
-    running = await start_service(name, routes, settings, embedder=model)
+        embedder = MiniLM()
+    running = await start_service(name, routes, settings, embedder=embedder, lazy_model=model == "on_first_use")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from libs.contracts.reindex import LexicalStatusInput, LexicalStatusResult, ReindexInput, ReindexResult
+from libs.embed import MiniLM
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route
 from services.reindex.rebuild import lexical_status, reindex
 
 
 def routes(ctx: ServiceContext) -> list[Route]:
-    ctx.model()  # reindex re-embeds: refuse to start without the model
+    # The model loads at the first re-embedding: freshness checks need only its name.
     return [Route("reindex", handle_reindex), Route("lexical_status", handle_lexical_status)]
 
 
@@ -20,4 +21,4 @@ async def handle_reindex(rc: RequestContext, args: ReindexInput) -> ReindexResul
 
 async def handle_lexical_status(rc: RequestContext, args: LexicalStatusInput) -> LexicalStatusResult:
     """How fresh the lexical statistics and embeddings are, against this process's model."""
-    return await lexical_status(rc.conn, rc.caller, args, model=rc.embedder.name)
+    return await lexical_status(rc.conn, rc.caller, args, model=MiniLM.name)

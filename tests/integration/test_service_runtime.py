@@ -189,3 +189,22 @@ def test_only_processes_that_embed_load_the_model_runtime_and_the_edge_no_databa
         assert "psycopg" not in maps
     else:
         assert "psycopg" in maps  # the check can see the driver where it is loaded
+
+
+async def test_reindex_loads_the_model_only_when_it_re_embeds(database_url: str, nats_url: str, org: str) -> None:
+    from services.reindex.app import routes
+
+    settings = Settings(org=org, database_url=SecretStr(database_url), nats_url=nats_url)
+    running = await start_service("reindex", routes, settings, lazy_model=True)
+    broker = make_broker(nats_url)
+    await broker.start()
+    bus = BusClient(broker)
+    try:
+        status = await bus.call(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
+        assert status and running.ctx.embedder is None  # a freshness check needs only the model's name
+        await bus.call(caller=_caller(org), service="reindex", verb="reindex", args={"step": "embeddings"},
+                       timeout=120)
+        assert running.ctx.embedder is not None
+    finally:
+        await broker.stop()
+        await running.stop()
