@@ -17,11 +17,11 @@ from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
 from libs.embed import MiniLM, count_tokens
+from libs.secrets import find_secret
 from libs.store import embedding_models
 from libs.store.access import resolve_scope
 from libs.telemetry import db_span
 from services.writes.queries import SCOPE_WRITE_LOCK
-from services.writes.secrets import find_secret
 
 EMBED_BATCH = 64
 
