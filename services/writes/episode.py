@@ -73,7 +73,8 @@ def check_shape(args: WriteEpisodeInput) -> None:
 
 
 def _refuse_secrets(args: WriteEpisodeInput) -> None:
-    fields: list[tuple[str, str]] = [("session_id", args.session_id), ("project", args.project or "")]
+    fields: list[tuple[str, str]] = [("session_id", args.session_id), ("project", args.project or ""),
+                                     ("idempotency_key", args.idempotency_key or "")]
     for i, fact in enumerate(args.facts, start=1):
         fields += [(f"fact {i} ({name})", getattr(fact, name)) for name in ("fact", "relation", "source", "target")]
     for i, entity in enumerate(args.entities, start=1):
