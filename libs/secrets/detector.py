@@ -26,9 +26,8 @@ _ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9:])(?P<key>[A-Za-z0-9_.\-]+)[\"']?\s*(?P<op>:=|=|:)\s*"
     r"(?P<quote>[\"'`]?)(?P<value>[^\s\"'`,;)}\]]+)"
 )
-_SECRET_WORD = re.compile(
-    r"(?i)password|passwd|pwd|passphrase|secret|api[_\-]?key|access[_\-]?key|private[_\-]?key|token"
-)
+# A key names a secret when one of its words (or two joined: api+key) ends in one of these.
+_SECRET_WORDS = ("password", "passwd", "pwd", "passphrase", "secret", "apikey", "accesskey", "privatekey", "token")
 _ASSIGNMENT_HINTS = ("pass", "pwd", "secret", "key", "token")
 # Values that are clearly not a secret: references, placeholders, masked values, plain words.
 _PLACEHOLDER = re.compile(r"^(?:[$<{%*\[]|x{4,}|\.\.\.|os\.|process\.env|env\.|getenv|settings\.|config\.)", re.I)
@@ -36,7 +35,7 @@ _PLACEHOLDER = re.compile(r"^(?:[$<{%*\[]|x{4,}|\.\.\.|os\.|process\.env|env\.|g
 _ABOUT_A_SECRET = frozenset(
     {"id", "ids", "name", "names", "path", "file", "url", "uri", "count", "length", "len", "min", "max", "ttl",
      "expiry", "expires", "type", "field", "policy", "version", "arn", "ref", "endpoint", "header", "prefix",
-     "hint", "rotation", "manager", "dir", "size", "limit"}
+     "hint", "rotation", "manager", "dir", "size", "limit", "env", "var"}
 )
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _KEYWORDS = frozenset(
@@ -56,10 +55,12 @@ class Finding:
 
 
 def _names_a_secret(key: str) -> bool:
-    if not _SECRET_WORD.search(key):
+    """DB_PASSWORD, apiKey, client-secret, dbpassword: yes. tokenizer, secretary, token_id: no."""
+    words = [w.lower() for w in _WORD.findall(key)]
+    if not words or words[-1] in _ABOUT_A_SECRET:
         return False
-    words = _WORD.findall(key)
-    return not words or words[-1].lower() not in _ABOUT_A_SECRET
+    joined = words + [a + b for a, b in zip(words, words[1:], strict=False)]
+    return any(word.endswith(_SECRET_WORDS) for word in joined)
 
 
 def _looks_secret(value: str, *, op: str, quoted: bool) -> bool:

@@ -84,6 +84,12 @@ def _prose_password(match: re.Match[str]) -> bool:
     return looks_like_password(match.group("secret"))
 
 
+def _prose_token(match: re.Match[str]) -> bool:
+    """An issued value: long, letters and digits mixed ("the token is required" is not one)."""
+    value = match.group("secret").rstrip(".,;:)]}'\"”’")
+    return len(value) >= 16 and _random_looking(match)
+
+
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _B64 = r"[A-Za-z0-9+/]"
 
@@ -91,8 +97,14 @@ _AWS_WORDS = ("aws", "amazon", "secret", "s3", "iam")
 _AWS_CONTEXT = r"(?i:aws|amazon|secret|s3|iam)"
 _ALONE_40 = r"(?<![A-Za-z0-9+/])(?P<secret>" + _B64 + r"{40})(?![A-Za-z0-9+/=])"
 _PASSWORD_SAID = (
-    r"(?i:\b(?:password|passphrase|passwd|passcode|pwd)(?:\s+(?:for|of|on|to)(?:\s+[\w.@\-]+){1,3}?)?"
+    r"(?i:\b(?:password|passphrase|passwd|passcode|pwd|pw|pass)(?:\s+(?:for|of|on|to)(?:\s+[\w.@\-]+){1,3}?)?"
     r"\s+(?:is|was)\s+(?:now\s+|still\s+|set\s+to\s+)?)[\"'“‘`]?(?P<secret>[^\s\"'”’`]+)"
+)
+
+_TOKEN_SAID = (
+    r"(?i:\b(?:api[ _\-]?key|secret(?:[ _\-]?key)?|token|access[ _\-]?key|client[ _\-]?secret)"
+    r"(?:\s+(?:for|of|on|to)(?:\s+[\w.@\-]+){1,3}?)?\s+(?:is|was)\s+(?:now\s+|still\s+)?)"
+    r"[\"'“‘`]?(?P<secret>[^\s\"'”’`]+)"
 )
 
 
@@ -149,5 +161,10 @@ KINDS: tuple[Kind, ...] = (
     _k("Heroku API key", "a",
        r"(?i:heroku[A-Za-z_\- ]{0,20}?(?:key|token|secret|password|api)\b[\s:=\"']{0,5}(?:(?:is|was)\s+)?)"
        r"(?P<secret>" + _UUID + r")", ("heroku",)),
-    _k("password in prose", "a", _PASSWORD_SAID, ("pass", "pwd"), _prose_password),
+    _k("password in prose", "a", _PASSWORD_SAID, ("pass", "pwd", "pw"), _prose_password),
+    _k("API key or token in prose", "an", _TOKEN_SAID, ("key", "secret", "token"), _prose_token),
+    _k("password in a connection string", "a",
+       r"(?<![\w.\-])[\w.\-]+:(?P<secret>[^\s:@/]{6,})@[\w\-]+(?:\.[\w\-]+)+", ("@",), _prose_password),
+    _k("password on a command line", "a", r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?P<secret>[^\s\-]\S{5,})",
+       ("mysql",), _prose_password),
 )

@@ -208,6 +208,18 @@ def _secrets() -> list[tuple[str, str]]:
     out.append(("https://acme.blob.core.windows.net/c/f.txt?sv=2022-11-02&se=2026-01-01&sig=" + _r(ALNUM, 43)
                 + "%3D", azure))
     out.append(("the bot is " + _r(string.digits, 10) + ":AA" + _r(B64URL, 33), "Telegram bot token"))
+    out += [
+        ("the password to the router is Ch@ngeMe2024", prose), ("pw is Xk2!mmQ9z", prose),
+        ("my pass is Gx7#pLq2r", prose), ("passphrase was 'Tiger-Lily-42'", prose),
+        ("ssh root:Zx81!qqW@10.0.0.5", conn), ("backup user bk:Rt5%uuIo@nas.local nightly", conn),
+        ("mysql -u root -pS3cr3tPass! payments", "password on a command line"),
+        ("the api key is " + _r(HEX, 32), "API key or token in prose"),
+        ("the token for the staging cluster is " + _r(ALNUM, 28), "API key or token in prose"),
+        ("dbpassword=" + _r(ALNUM, 10), assignment), ('{"password": "' + _r(ALNUM, 12) + '"}', assignment),
+        ("--password=" + _r(ALNUM, 14), assignment), ("apiKey: '" + _r(ALNUM, 24) + "'", assignment),
+        (base64.b64encode(f"password={_r(ALNUM, 12)} for the db".encode()).decode(), assignment),
+        ("-----BEGIN " + "PGP PRIVATE KEY BLOCK-----", pem),
+    ]
     return out
 
 
@@ -297,6 +309,13 @@ def _non_secrets() -> list[str]:
         "IAM role arn:aws:iam::123456789012:role/deploy", "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod",
         "the commit that removed the secret was reviewed", "SECRET_KEY_BASE is generated at deploy time",
         "the token bucket refills at 10 per second", "tokens per minute: 90k", "api keys are per agent",
+        "tokenizer: bert-base-uncased", "secretary: Dana-Smith2", "api_key_env=OPENAI_API_KEY",
+        "the token is required for login", "the boarding pass is on my phone", "meet at 10:30@cafe.de",
+        "git@github.com:acme/payments.git", "the api key is stored in Vault since 2024-01-01",
+        "the token was 16 characters long", "user@example.com: Hello", "tokenizer_name=gpt2-large",
+        "keyboard: us-intl", "password manager: 1Password8", "the passkey is stored on the YubiKey-5C",
+        "monkey=banana-split-2", "sessionTokenCookieName=em_session", "privateKeyPath: ./certs/dev.pem",
+        "password reset link expires in 24h", "the passwords table has 12k rows", "secret=false",
         "see PASSWORDS.md for the policy", "password strength meter uses zxcvbn", "Passw0rd policy doc v2",
         "the string 'sk-' prefixes OpenAI keys", "ask in #secrets-help", "secret-santa-2026 channel",
     ]
