@@ -71,10 +71,12 @@ _PLAIN_VALUE = re.compile(
 
 
 def looks_like_password(value: str) -> bool:
-    """A value a person chose as a password: ≥ 8 characters mixing at least three of lower case,
-    upper case, digits and symbols, and not a plain word, number with a unit, date or version."""
+    """A value a person chose as a password: ≥ 8 ASCII characters mixing at least three of lower case,
+    upper case, digits and symbols (or letters and digits), and not a plain word, number with a unit,
+    date or version."""
     value = value.rstrip(".,;:)]}'\"”’")
-    if len(value) < 8 or _PLAIN_VALUE.match(value):
+    # Non-ASCII values are words of a script written without spaces far more often than passwords.
+    if len(value) < 8 or not value.isascii() or _PLAIN_VALUE.match(value):
         return False
     return _classes(value) >= 3 or (_classes(value) == 2 and any(c.isdigit() for c in value)
                                     and any(c.isalpha() for c in value) and not value.isdigit())
@@ -164,7 +166,8 @@ KINDS: tuple[Kind, ...] = (
     _k("password in prose", "a", _PASSWORD_SAID, ("pass", "pwd", "pw"), _prose_password),
     _k("API key or token in prose", "an", _TOKEN_SAID, ("key", "secret", "token"), _prose_token),
     _k("password in a connection string", "a",
-       r"(?<![\w.\-])[\w.\-]+:(?P<secret>[^\s:@/]{6,})@[\w\-]+(?:\.[\w\-]+)+", ("@",), _prose_password),
+       r"(?<![\w.\-])[A-Za-z0-9_.\-]+:(?P<secret>[!-.0-9;-?A-~]{6,})@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+", ("@",),
+       _prose_password),
     _k("password on a command line", "a", r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?P<secret>[^\s\-]\S{5,})",
        ("mysql",), _prose_password),
 )

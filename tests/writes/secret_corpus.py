@@ -316,6 +316,8 @@ def _non_secrets() -> list[str]:
         "keyboard: us-intl", "password manager: 1Password8", "the passkey is stored on the YubiKey-5C",
         "monkey=banana-split-2", "sessionTokenCookieName=em_session", "privateKeyPath: ./certs/dev.pem",
         "password reset link expires in 24h", "the passwords table has 12k rows", "secret=false",
+        "我的下属的邮箱地址是lizixuan0218@goldendragonlaw.com。输出重写后的用户消息：我的邮箱是lz0218@example.com。",
+        "联系人：王伟2024@example.cn", "Note:meet-at-10am@cafe.example.com",
         "see PASSWORDS.md for the policy", "password strength meter uses zxcvbn", "Passw0rd policy doc v2",
         "the string 'sk-' prefixes OpenAI keys", "ask in #secrets-help", "secret-santa-2026 channel",
     ]
