@@ -23,6 +23,7 @@ from libs.contracts.errors import InvalidArgument
 from libs.contracts.instants import parse_span
 from libs.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
 from libs.embed import MiniLM, settle
+from libs.secrets import redact_secrets
 from libs.store import embedding_models
 from libs.store.access import Scope, public_name, resolve_read_scopes
 from libs.telemetry import db_span
@@ -327,12 +328,16 @@ async def _log_read(
     total: int,
     as_of: datetime | None,
 ) -> str:
-    """Every read is logged in the same request: record_recall_save and provenance depend on it."""
+    """Every read is logged in the same request: record_recall_save and provenance depend on it.
+
+    The logged query has each secret replaced by `[redacted <kind>]`; the search used the original.
+    """
     with db_span("insert_read", org=caller.org):
         row = await (
             await conn.execute(
                 q.INSERT_READ,
-                {"agent_id": caller.agent_id, "tool": caller.tool, "query": args.query,
+                {"agent_id": caller.agent_id, "tool": caller.tool,
+                 "query": redact_secrets(args.query) if args.query else args.query,
                  "scopes": [s.stored_name for s in scopes], "as_of": as_of, "tokens": total,
                  "item_ids": [i.id for i in items], "kinds": [i.kind for i in items],
                  "ranks": [i.rank for i in items], "scores": [i.score for i in items]},

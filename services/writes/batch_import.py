@@ -8,20 +8,22 @@ by the database triggers of migration 0003 inside this same transaction.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
-from libs.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
+from libs.contracts.imports import EpisodeIn, ImportEpisodesInput, ImportEpisodesResult
 from libs.embed import MiniLM, count_tokens
+from libs.secrets import find_secret
 from libs.store import embedding_models
 from libs.store.access import resolve_scope
 from libs.telemetry import db_span
 from services.writes.queries import SCOPE_WRITE_LOCK
-from services.writes.secrets import find_secret
 
 EMBED_BATCH = 64
 
@@ -33,18 +35,38 @@ VALUES (%(id)s, %(scope_id)s, %(kind)s, %(agent_id)s, %(tool)s, %(project)s, %(s
 """
 
 
+def _stored_text(episode: EpisodeIn) -> Iterator[tuple[str, str]]:
+    """(field, text) for every string an imported episode stores, metadata keys and values included."""
+    yield "content", episode.content
+    for name in ("speaker", "session_id", "project"):
+        value = getattr(episode, name)
+        if value:
+            yield name, value
+    pending: list[Any] = [episode.metadata]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            yield "metadata", item
+        elif isinstance(item, dict):
+            pending += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            pending += item
+
+
 async def import_episodes(
     conn: psycopg.AsyncConnection, caller: Caller, args: ImportEpisodesInput, embedder: MiniLM
 ) -> ImportEpisodesResult:
     """Store every episode or none; returns their ids in input order.
 
-    Raises InvalidArgument when any episode contains a secret (nothing is stored), ScopeDenied or
+    Raises InvalidArgument when any episode holds a secret in any field it stores (content, speaker,
+    session_id, project, metadata keys or values; nothing is stored), ScopeDenied or
     NotFound for a scope the token may not write.
     """
     for index, episode in enumerate(args.episodes, start=1):
-        kind = find_secret(episode.content)
-        if kind:
-            raise InvalidArgument(f"episode {index} contains {kind}; secrets are never stored")
+        for where, text in _stored_text(episode):
+            kind = find_secret(text)
+            if kind:
+                raise InvalidArgument(f"episode {index} ({where}) contains {kind}; secrets are never stored")
     scope = await resolve_scope(conn, caller, args.scope, "write")
     await conn.execute(SCOPE_WRITE_LOCK, (scope.id,))
     vectors = embedder.embed([e.content for e in args.episodes], batch_size=EMBED_BATCH)

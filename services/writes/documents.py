@@ -42,8 +42,8 @@ from libs.contracts.documents import (
 )
 from libs.contracts.errors import InvalidArgument, NotFound
 from libs.embed import count_tokens
+from libs.secrets import find_secret
 from services.writes.episode import audit, emit
-from services.writes.secrets import find_secret
 
 PROJECT_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:documents:' || %s))"
 CURRENT_VERSION = """

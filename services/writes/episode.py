@@ -33,12 +33,12 @@ from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.write import DeferredMention, EdgeRef, FactIn, NotStored, WriteEpisodeInput, WriteEpisodeResult
 from libs.embed import MiniLM, count_tokens, settle
+from libs.secrets import find_secret
 from libs.store.access import Scope, resolve_scope
 from libs.telemetry import db_span
 from services.writes import entities
 from services.writes import queries as q
 from services.writes.entities import Mention, key
-from services.writes.secrets import find_secret
 
 
 def normal_relation(relation: str) -> str:
@@ -73,7 +73,8 @@ def check_shape(args: WriteEpisodeInput) -> None:
 
 
 def _refuse_secrets(args: WriteEpisodeInput) -> None:
-    fields: list[tuple[str, str]] = [("session_id", args.session_id), ("project", args.project or "")]
+    fields: list[tuple[str, str]] = [("session_id", args.session_id), ("project", args.project or ""),
+                                     ("idempotency_key", args.idempotency_key or "")]
     for i, fact in enumerate(args.facts, start=1):
         fields += [(f"fact {i} ({name})", getattr(fact, name)) for name in ("fact", "relation", "source", "target")]
     for i, entity in enumerate(args.entities, start=1):

@@ -18,10 +18,10 @@ from psycopg.rows import dict_row
 from libs.contracts.bus import Caller
 from libs.contracts.documents import RecordRecallSaveInput, RecordRecallSaveResult
 from libs.contracts.errors import InvalidArgument, NotFound
+from libs.secrets import find_secret
 from libs.store.access import SOLO, Scope, resolve_scope
 from services.writes import queries as q
 from services.writes.episode import audit, emit
-from services.writes.secrets import find_secret
 
 # Looked up by primary key to learn the fact's scope, which is then checked against the caller.
 FACT_WITH_SCOPE = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.writes.secrets import find_secret
+from libs.secrets import find_secret, redact_secrets
 
 # Built from parts so this file never holds a literal that a scanner would flag.
 AWS = "AKIA" + "IOSFODNN7" + "EXAMPLE"
@@ -15,6 +15,10 @@ STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
 OPENAI = "sk-proj-" + "abcdefghijklmnopqrstuvwx12345"
 ECHO = "em_local_" + "Zx9" * 12
 JWT = "eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+NPM = "npm_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+HF = "hf_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"
+SENDGRID = "SG." + "aB3dE5fG7hJ9kL1mN3pQ5r" + "." + "sT7uV9wX1yZ3aB5cD7eF9gH1iJ3kL5mN7oP9qR1sT3u"
 PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----"
 OPENSSH = "-----BEGIN " + "OPENSSH PRIVATE KEY-----"
 
@@ -74,6 +78,42 @@ def test_each_kind_of_secret_is_named(text: str, kind: str) -> None:
 )
 def test_prose_about_secrets_is_not_a_secret(text: str) -> None:
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        (f"the prod box uses {AWS_SECRET} for uploads to the aws bucket", "an AWS secret access key"),
+        ("the root password is Hunter2-Quokka!", "a password in prose"),
+        (f"publish with {NPM}", "an npm token"),
+        (f"download weights with {HF}", "a Hugging Face token"),
+        (f"receipts go out through {SENDGRID}", "a SendGrid key"),
+        ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=" + "Zm9vYmFy" * 11 + "==;",
+         "an Azure storage or Service Bus key"),
+        ("CI uses " + "\u200b".join(AWS) + " to push", "an AWS access key"),
+        ("CI uses " + "".join(chr(ord(c) + 0xFEE0) for c in AWS) + " to push", "an AWS access key"),
+        ("CI uses " + " ".join(AWS) + " to push", "an AWS access key"),
+        ("tls.key: " + "LS0tLS1CRUdJTi" + "BSU0EgUFJJVkFURSBLRVktLS0tLQo=", "a private key"),
+    ],
+)
+def test_disguised_and_newer_kinds_are_found(text: str, kind: str) -> None:
+    assert find_secret(text) == kind
+
+
+def test_redaction_replaces_each_secret_with_its_kind_and_keeps_the_rest() -> None:
+    text = f"why does {GITHUB} fail and DB_PASSWORD=hunter22 work?"
+    assert redact_secrets(text) == (
+        "why does [redacted GitHub token] fail and DB_PASSWORD=[redacted password or secret in an assignment] work?"
+    )
+    assert redact_secrets("which vendor charges cards?") == "which vendor charges cards?"
+
+
+def test_redaction_covers_disguised_secrets_in_the_original_text() -> None:
+    hidden = "\u200b".join(AWS)
+    assert redact_secrets(f"key {hidden} leaked") == "key [redacted AWS access key] leaked"
+    assert redact_secrets(f"key {' '.join(AWS)} leaked") == "key [redacted AWS access key] leaked"
+    encoded = "LS0tLS1CRUdJTi" + "BSU0EgUFJJVkFURSBLRVktLS0tLQo="
+    assert redact_secrets(f"blob {encoded} end") == "blob [redacted private key] end"
 
 
 def test_the_refusal_names_the_kind_never_the_value() -> None:
