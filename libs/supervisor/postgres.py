@@ -243,11 +243,12 @@ class EmbeddedPostgres:
 
     def _ensure_database(self) -> None:
         import psycopg
+        from psycopg import sql
 
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
             if not exists:
-                conn.execute(f'CREATE DATABASE "{DATABASE}"')  # constant name, not user input
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
 
     def _run(self, command, args: list[str], what: str) -> None:  # type: ignore[no-untyped-def]
         try:
