@@ -25,6 +25,7 @@ from libs.contracts.subjects import queue_group, subscribe_pattern
 from libs.contracts.verbs import Verb, verb, verbs_of
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.errors import as_echo_error
+from libs.telemetry import steps
 
 Handler = Callable[[RequestContext, Any], Awaitable[BaseModel]]
 StoreFunction = Callable[[psycopg.AsyncConnection, Caller, Any], Awaitable[BaseModel]]
@@ -94,13 +95,16 @@ def _subscriber(ctx: ServiceContext, spec: Verb, route: Route) -> Callable[..., 
 async def answer(ctx: ServiceContext, spec: Verb, route: Route, org: str, request: Request) -> Reply:
     """Validate, run the handler in one transaction on `org`'s database, and reply typed."""
     try:
-        args = parse_args(spec.input, request.args)
-        if request.caller.org != org:
-            raise InvalidArgument("the caller's org does not match the subject's org")
-        async with ctx.databases.transaction(org) as conn:
-            result = await route.handler(RequestContext(org, request.caller, conn, ctx), args)
-            if not isinstance(result, spec.output):  # inside the transaction: a wrong answer commits nothing
-                raise Internal(f"{spec.name} answered {type(result).__name__}, not {spec.output.__name__}")
+        with steps.request(spec.name):
+            with steps.step("validate_args"):
+                args = parse_args(spec.input, request.args)
+            if request.caller.org != org:
+                raise InvalidArgument("the caller's org does not match the subject's org")
+            async with ctx.databases.transaction(org) as conn:
+                with steps.step("handler"):
+                    result = await route.handler(RequestContext(org, request.caller, conn, ctx), args)
+                if not isinstance(result, spec.output):  # inside the transaction: a wrong answer commits nothing
+                    raise Internal(f"{spec.name} answered {type(result).__name__}, not {spec.output.__name__}")
     except Exception as exc:  # the seam: every failure becomes a typed error, nothing escapes
         return Reply.failure(as_echo_error(exc, ctx.name))
     if route.after is not None:

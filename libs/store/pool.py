@@ -13,6 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from libs.contracts.errors import NotFound, Unavailable
 from libs.store.schema import check_version, read_version_async
+from libs.telemetry import steps
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,13 @@ class OrgDatabases:
         pool = await self.pool(org)
         # Database errors pass through as they are: the service runtime's error seam tells a
         # conflict (retry the same call) from an outage.
-        async with pool.connection() as conn, conn.transaction():
-            yield conn
+        opened = steps.started()
+        async with pool.connection() as conn:
+            async with conn.transaction():
+                steps.since("connection_and_begin", opened)
+                yield conn
+                committing = steps.started()
+            steps.since("commit", committing)
 
     @asynccontextmanager
     async def reader(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:

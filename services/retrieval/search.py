@@ -26,7 +26,7 @@ from libs.embed import MiniLM, settle
 from libs.secrets import redact_secrets
 from libs.store import embedding_models
 from libs.store.access import Scope, public_name, resolve_read_scopes
-from libs.telemetry import db_span
+from libs.telemetry import db_span, steps
 from services.retrieval import channels as ch
 from services.retrieval import queries as q
 from services.retrieval.fusion import channels_of, fuse
@@ -62,9 +62,10 @@ async def query_memory(
         raise InvalidArgument("query is required unless digest is true or about names an entity")
     # The model runs in a worker thread (onnxruntime releases the GIL) while the statements that
     # do not need the query vector run: scopes, corpus sizes, the graph neighbourhood.
-    embedding_job = asyncio.create_task(asyncio.to_thread(embedder.embed_one, query)) if query else None
+    embedding_job = asyncio.create_task(asyncio.to_thread(_embed_one, embedder, query)) if query else None
     try:
-        scopes = await resolve_read_scopes(conn, caller, args.scope)
+        with steps.step("resolve_scopes"):
+            scopes = await resolve_read_scopes(conn, caller, args.scope)
         scope_ids = [s.id for s in scopes if s.id is not None]
         at = as_of if as_of is not None else datetime.now(tz=UTC)
         params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query}
@@ -102,7 +103,8 @@ async def query_memory(
     for extra in (lexical_note, model_note):
         if extra:
             note = f"{note}; {extra}" if note else extra
-    read_id = await _log_read(conn, caller, args, scopes, items, total, as_of)
+    with steps.step("read_log"):
+        read_id = await _log_read(conn, caller, args, scopes, items, total, as_of)
     return QueryMemoryResult(
         results=items, read_id=read_id, total_tokens=total, scopes=[s.name for s in scopes], note=note,
         lexical=lexical_used,
@@ -126,8 +128,10 @@ async def _search(
     """
     on = set(settings.channels)
     pool, fallbacks, model_note = await _candidates(conn, caller, args, settings, params, embedding_job, side, model)
-    fused = fuse(pool, settings.fusion, on)[: args.top_k]
-    rows = await _hydrate(conn, params["scope_ids"], fused)
+    with steps.step("fusion"):
+        fused = fuse(pool, settings.fusion, on)[: args.top_k]
+    with steps.step("hydrate"):
+        rows = await _hydrate(conn, params["scope_ids"], fused)
     ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
     lexical_note = (
         "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
@@ -159,7 +163,8 @@ async def _candidates(
     on = set(settings.channels)
     limit = max(settings.candidates, args.top_k)
     scope_ids = params["scope_ids"]
-    sizes, model_note = await _before_vector(conn, scope_ids, model)
+    with steps.step("corpus_sizes"):
+        sizes, model_note = await _before_vector(conn, scope_ids, model)
     kinds = ["fact", "episode"] if args.include_episodes else ["fact"]
     pool: ch.Pool = {}
     fallbacks: list[str] = []
@@ -169,24 +174,32 @@ async def _candidates(
 
     async def with_vector() -> dict[str, Any]:
         # A task's result can be awaited any number of times; both groups wait on the same one.
-        return {**params, "embedding": await embedding_job, "limit": limit}
+        with steps.step("wait_query_vector"):
+            vector = await embedding_job
+        return {**params, "embedding": vector, "limit": limit}
 
     async def dense_and_graph(c: psycopg.AsyncConnection) -> None:
         graph: list[tuple[float, str]] = []
         if "graph" in on and docs("facts") > 0:
-            named = await ch.named_entities(c, params, org=caller.org)
-            edges = await ch.graph_neighbourhood(c, params, named, edge_cap=settings.graph_edge_cap, org=caller.org)
-            graph = ch.graph_scores(edges, named, limit=limit)  # still no vector needed
+            with steps.step("channel_graph"):
+                named = await ch.named_entities(c, params, org=caller.org)
+                edges = await ch.graph_neighbourhood(c, params, named, edge_cap=settings.graph_edge_cap,
+                                                     org=caller.org)
+                graph = ch.graph_scores(edges, named, limit=limit)  # still no vector needed
         if "dense" in on:
-            await ch.dense(c, pool, await with_vector(), "fact", use_hnsw=docs("facts") > settings.hnsw_threshold,
-                           org=caller.org)
-            if "episode" in kinds:
-                await ch.dense(c, pool, await with_vector(), "episode",
-                               use_hnsw=docs("episodes") > settings.hnsw_threshold, org=caller.org)
+            dense_params = await with_vector()
+            with steps.step("channel_dense"):
+                await ch.dense(c, pool, dense_params, "fact", use_hnsw=docs("facts") > settings.hnsw_threshold,
+                               org=caller.org)
+                if "episode" in kinds:
+                    await ch.dense(c, pool, dense_params, "episode",
+                                   use_hnsw=docs("episodes") > settings.hnsw_threshold, org=caller.org)
         ch.graph(pool, graph)
         # The graph's facts that dense did not find get their cosines here, while the lexical
         # channel is still running on the other connection (its rows carry their cosines).
-        await ch.fill_cosines(c, pool, await with_vector(), org=caller.org)
+        cosine_params = await with_vector()
+        with steps.step("graph_cosines"):
+            await ch.fill_cosines(c, pool, cosine_params, org=caller.org)
 
     async def lexical_channel(c: psycopg.AsyncConnection) -> None:
         for kind in kinds:
@@ -197,7 +210,9 @@ async def _candidates(
                     fallbacks.append(f"{corpus}: {mode.reason}")
                 if mode.mode == "bm25" and docs(corpus) == 0:
                     continue  # an empty corpus: nothing to match, so skip the round trip
-                await ch.lexical(c, pool, await with_vector(), kind, mode, docs=docs(corpus), org=caller.org)
+                lexical_params = await with_vector()
+                with steps.step("channel_lexical"):
+                    await ch.lexical(c, pool, lexical_params, kind, mode, docs=docs(corpus), org=caller.org)
 
     if side is None:
         await dense_and_graph(conn)
@@ -213,9 +228,11 @@ async def _candidates(
                 raise outcome
     channel_params = await with_vector()
     # A no-op unless some candidate still has no cosine; fusion must never rank a NaN.
-    await ch.fill_cosines(conn, pool, channel_params, org=caller.org)
+    with steps.step("fill_cosines"):
+        await ch.fill_cosines(conn, pool, channel_params, org=caller.org)
     if "neighbour" in on and args.include_episodes:
-        await ch.neighbours(conn, pool, channel_params, org=caller.org)
+        with steps.step("channel_neighbour"):
+            await ch.neighbours(conn, pool, channel_params, org=caller.org)
 
     return pool, fallbacks, model_note
 
@@ -344,6 +361,12 @@ async def _log_read(
             )
         ).fetchone()
     return str(row[0])  # type: ignore[index]
+
+
+def _embed_one(embedder: MiniLM, query: str) -> np.ndarray:
+    """The query's vector, timed as "embed_query" when a profiler collects (runs in a worker thread)."""
+    with steps.step("embed_query"):
+        return embedder.embed_one(query)
 
 
 __all__ = ["query_memory"]

@@ -10,6 +10,7 @@ from libs.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
 from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route, on_connection
+from libs.telemetry import steps
 from services.writes import admin, documents, idempotency, recall
 from services.writes.batch_import import import_episodes
 from services.writes.episode import write_episode
@@ -45,12 +46,14 @@ async def handle_write_episode(rc: RequestContext, args: WriteEpisodeInput) -> W
     retried key either sees the committed first response or waits for it.
     """
     if args.idempotency_key:
-        earlier = await idempotency.lookup(rc.conn, rc.caller, args)
+        with steps.step("idempotency"):
+            earlier = await idempotency.lookup(rc.conn, rc.caller, args)
         if earlier is not None:
             return earlier
     result = await write_episode(rc.conn, rc.caller, args, rc.embedder)
     if args.idempotency_key:
-        await idempotency.remember(rc.conn, rc.caller, args, result)
+        with steps.step("idempotency"):
+            await idempotency.remember(rc.conn, rc.caller, args, result)
     return result
 
 

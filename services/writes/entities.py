@@ -28,6 +28,7 @@ from psycopg.abc import Params
 from libs.contracts.errors import InvalidArgument, NotFound
 from libs.contracts.write import Candidate, EntityIn, WriteEpisodeInput
 from libs.store.access import Scope
+from libs.telemetry import steps
 
 # Cosine between entity names at or above which a new mention is deferred instead of created.
 # Calibrated with the real model on 30 same-entity and 30 different-entity name pairs
@@ -215,7 +216,8 @@ async def plan(
         if found is not None:
             mention.entity_id, mention.stored_name, mention.how = found
             continue
-        mention.candidates = await _near(conn, scope, vectors[mention.name])
+        with steps.step("near_match"):
+            mention.candidates = await _near(conn, scope, vectors[mention.name])
     _merge_same_entity(by_key)
 
 

@@ -35,7 +35,7 @@ from libs.contracts.write import DeferredMention, EdgeRef, FactIn, NotStored, Wr
 from libs.embed import MiniLM, count_tokens, settle
 from libs.secrets import find_secret
 from libs.store.access import Scope, resolve_scope
-from libs.telemetry import db_span
+from libs.telemetry import db_span, steps
 from services.writes import entities
 from services.writes import queries as q
 from services.writes.entities import Mention, key
@@ -110,7 +110,8 @@ async def write_episode(
     Raises an `EchoError` (the caller turns it into `not_stored="refused"`) for bad arguments,
     secrets, unknown or unwritable scopes and entity ids not in the scope.
     """
-    check_shape(args)
+    with steps.step("check_shape"):
+        check_shape(args)
     if not args.facts:
         # The scope is still checked, inside a savepoint rolled back at once: a first write to
         # `solo` creates its scope row, and an outcome that stores nothing leaves no row at all.
@@ -119,7 +120,7 @@ async def write_episode(
         return WriteEpisodeResult(stored=False, not_stored="no_facts", scope=scope.name)
     # Embedding is the slow part of a write (onnxruntime releases the GIL): the facts' texts start
     # now and are needed only at insert time; names that may become entities follow below.
-    fact_job = asyncio.create_task(asyncio.to_thread(embedder.embed, [f.fact for f in args.facts]))
+    fact_job = asyncio.create_task(asyncio.to_thread(_embed, embedder, [f.fact for f in args.facts], "embed_facts"))
     try:
         return await _store(conn, caller, args, embedder, fact_job)
     finally:
@@ -133,23 +134,30 @@ async def _store(
     embedder: MiniLM,
     fact_job: asyncio.Task[np.ndarray],
 ) -> WriteEpisodeResult:
-    scope = await resolve_scope(conn, caller, args.scope, "write")
+    with steps.step("resolve_scope"):
+        scope = await resolve_scope(conn, caller, args.scope, "write")
 
     by_key = entities.call_entities(args)
     referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}
     # Known names resolve before the lock and need no vector; the others are embedded before the
     # lock too, in a second thread beside the facts'.
     choices = entities.choices_of(args, by_key)
-    await entities.resolve_known(conn, scope, choices, by_key, referenced)
+    with steps.step("exact_names"):
+        await entities.resolve_known(conn, scope, choices, by_key, referenced)
     names = [m.name for m in entities.unique(by_key) if entities.needs_vector(m, choices)]
-    embedded: np.ndarray | list[np.ndarray] = await asyncio.to_thread(embedder.embed, names) if names else []
+    with steps.step("wait_name_vectors"):
+        embedded: np.ndarray | list[np.ndarray] = (
+            await asyncio.to_thread(_embed, embedder, names, "embed_names") if names else []
+        )
     vectors = dict(zip(names, embedded, strict=True))
 
-    with db_span("scope_write_lock", org=caller.org):
+    with db_span("scope_write_lock", org=caller.org), steps.step("lock_wait"):
         now: datetime = (await (await conn.execute(q.LOCK_SCOPE_THEN_NOW, (scope.id,))).fetchone())[0]  # type: ignore[index]
 
-    await entities.plan(conn, scope, choices, by_key, referenced, vectors)
-    planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
+    with steps.step("plan_entities"):
+        await entities.plan(conn, scope, choices, by_key, referenced, vectors)
+    with steps.step("active_edges"):
+        planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
 
     if not planned:
         outcome: NotStored = "deferred" if deferred else "unchanged"
@@ -159,10 +167,13 @@ async def _store(
 
     endpoints = entities.unique({str(id(m)): m for p in planned for m in (p.source, p.target)})
     for mention in endpoints:
-        await entities.materialise(conn, scope, mention, caller.agent_id, vectors)
+        with steps.step("insert_entities"):
+            await entities.materialise(conn, scope, mention, caller.agent_id, vectors)
         await _audit_entity(conn, caller, args, scope, mention)
-    episode_id = await _insert_episode(conn, caller, args, scope, [p.fact for p in planned], embedder.name)
-    fact_vectors = await fact_job
+    with steps.step("insert_episode"):
+        episode_id = await _insert_episode(conn, caller, args, scope, [p.fact for p in planned], embedder.name)
+    with steps.step("wait_fact_vectors"):
+        fact_vectors = await fact_job
     created = [
         await _write_fact(conn, caller, args, scope, p, fact_vectors[p.index], episode_id=episode_id, now=now)
         for p in planned
@@ -257,9 +268,10 @@ async def _write_fact(
     supersedes = str(p.active["id"]) if p.active is not None else None
     hint_added = _hint_added_later(p)
     if supersedes is not None:
-        ended = await conn.execute(q.END_EDGE, {"now": now, "id": supersedes, "scope_id": scope.id})
+        with steps.step("insert_facts"):
+            ended = await conn.execute(q.END_EDGE, {"now": now, "id": supersedes, "scope_id": scope.id})
         assert ended.rowcount == 1, "the active edge is row-locked, so it cannot end under us"
-    with db_span("insert_fact", org=caller.org):
+    with db_span("insert_fact", org=caller.org), steps.step("insert_facts"):
         row = await (
             await conn.execute(
                 q.INSERT_FACT,
@@ -342,15 +354,23 @@ async def audit(
     post_hoc: bool = False,
 ) -> None:
     """One audit row in the caller's transaction (kinds: libs/contracts/audit.py AUDIT_KINDS)."""
-    await conn.execute(
-        q.INSERT_AUDIT,
-        {"scope_id": scope.id if scope else None, "kind": kind, "agent_id": caller.agent_id,
-         "session_id": session_id, "tool": caller.tool, "fact_id": fact_id, "entity_id": entity_id,
-         "before": Jsonb(before) if before is not None else None,
-         "after": Jsonb(after) if after is not None else None, "reason": reason, "post_hoc": post_hoc},
-    )
+    with steps.step("audit"):
+        await conn.execute(
+            q.INSERT_AUDIT,
+            {"scope_id": scope.id if scope else None, "kind": kind, "agent_id": caller.agent_id,
+             "session_id": session_id, "tool": caller.tool, "fact_id": fact_id, "entity_id": entity_id,
+             "before": Jsonb(before) if before is not None else None,
+             "after": Jsonb(after) if after is not None else None, "reason": reason, "post_hoc": post_hoc},
+        )
 
 
 async def emit(conn: psycopg.AsyncConnection, caller: Caller, kind: str, payload: dict[str, Any]) -> None:
     """An outbox row in the caller's transaction; the relay publishes it to JetStream after commit."""
-    await conn.execute(q.INSERT_OUTBOX, (kind, json.dumps({"org": caller.org, **payload})))
+    with steps.step("outbox"):
+        await conn.execute(q.INSERT_OUTBOX, (kind, json.dumps({"org": caller.org, **payload})))
+
+
+def _embed(embedder: MiniLM, texts: list[str], step: str) -> np.ndarray:
+    """The model's vectors for `texts`, timed as `step` when a profiler collects (runs in a worker thread)."""
+    with steps.step(step):
+        return embedder.embed(texts)
