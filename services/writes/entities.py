@@ -173,6 +173,21 @@ async def resolve_known(
                 mention.entity_id, mention.stored_name, mention.how = found
 
 
+def declared_new(args: WriteEpisodeInput, by_key: dict[str, Mention], referenced: set[int]) -> list[str]:
+    """Names of the mentions some fact uses that an `entity_resolutions` entry declares "new", once each.
+
+    Such a mention becomes an entity with its name's vector whatever the store holds, so the
+    vector can be computed before anything is looked up. Conflicting resolutions are not judged
+    here (`choices_of` refuses them); an empty list when the call declares nothing new.
+    """
+    names: dict[str, None] = {}
+    for resolution in args.entity_resolutions:
+        mention = by_key[key(resolution.mention)]
+        if resolution.entity_id.strip().lower() == "new" and id(mention) in referenced:
+            names.setdefault(mention.name)
+    return list(names)
+
+
 def needs_vector(mention: Mention, choices: Choices) -> bool:
     """True unless the mention is already resolved or the call names its entity by id."""
     if mention.entity_id is not None:

@@ -8,8 +8,9 @@ nothing (deferred, unchanged, no_facts) inserts nothing at all:
     resolve mentions (read only) → classify facts (restated / to write / deferred) →
     create entities, learn aliases → episode → facts → audit rows → outbox events
 
-The facts' vectors are computed in a worker thread from the start and awaited only when the
-first fact is inserted, so the model and the database work at the same time.
+The facts' vectors, and those of the names the call declares new, are computed in worker
+threads from the start and awaited only when they are inserted, so the model and the database
+work at the same time. Only names some fact uses are embedded.
 
 Owned here: `episodes`, `facts`, `audit_log` and `outbox` rows of a write. Entity SQL lives in
 entities.py; the response shape in libs/contracts/write.py; the contract in
@@ -118,13 +119,22 @@ async def write_episode(
         async with conn.transaction(force_rollback=True):
             scope = await resolve_scope(conn, caller, args.scope, "write")
         return WriteEpisodeResult(stored=False, not_stored="no_facts", scope=scope.name)
-    # Embedding is the slow part of a write (onnxruntime releases the GIL): the facts' texts start
-    # now and are needed only at insert time; names that may become entities follow below.
+    by_key = entities.call_entities(args)
+    referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}
+    # Embedding is the slow part of a write (onnxruntime releases the GIL): the facts' texts and
+    # the names the call declares new (they become entities whatever the store holds) start now,
+    # each in its own thread, and are needed only at insert time.
+    declared_new = entities.declared_new(args, by_key, referenced)
     fact_job = asyncio.create_task(asyncio.to_thread(_embed, embedder, [f.fact for f in args.facts], "embed_facts"))
+    new_job = (
+        asyncio.create_task(asyncio.to_thread(_embed, embedder, declared_new, "embed_names")) if declared_new else None
+    )
     try:
-        return await _store(conn, caller, args, embedder, fact_job)
+        return await _store(conn, caller, args, embedder, by_key, referenced, fact_job, (declared_new, new_job))
     finally:
         await settle(fact_job)
+        if new_job is not None:
+            await settle(new_job)
 
 
 async def _store(
@@ -132,19 +142,22 @@ async def _store(
     caller: Caller,
     args: WriteEpisodeInput,
     embedder: MiniLM,
+    by_key: dict[str, Mention],
+    referenced: set[int],
     fact_job: asyncio.Task[np.ndarray],
+    new_names: tuple[list[str], asyncio.Task[np.ndarray] | None],
 ) -> WriteEpisodeResult:
     with steps.step("resolve_scope"):
         scope = await resolve_scope(conn, caller, args.scope, "write")
 
-    by_key = entities.call_entities(args)
-    referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}
-    # Known names resolve before the lock and need no vector; the others are embedded before the
-    # lock too, in a second thread beside the facts'.
+    # Known names resolve before the lock and need no vector; the others that no resolution
+    # declares new may be near matches, so they are embedded now, before the lock.
     choices = entities.choices_of(args, by_key)
     with steps.step("exact_names"):
         await entities.resolve_known(conn, scope, choices, by_key, referenced)
-    names = [m.name for m in entities.unique(by_key) if entities.needs_vector(m, choices)]
+    early = set(new_names[0])
+    names = [m.name for m in entities.unique(by_key)
+             if id(m) in referenced and entities.needs_vector(m, choices) and m.name not in early]
     with steps.step("wait_name_vectors"):
         embedded: np.ndarray | list[np.ndarray] = (
             await asyncio.to_thread(_embed, embedder, names, "embed_names") if names else []
@@ -165,6 +178,9 @@ async def _store(
             stored=False, not_stored=outcome, restated=restated, deferred=deferred, scope=scope.name
         )
 
+    if new_names[1] is not None:
+        with steps.step("wait_name_vectors"):
+            vectors.update(zip(new_names[0], await new_names[1], strict=True))
     endpoints = entities.unique({str(id(m)): m for p in planned for m in (p.source, p.target)})
     for mention in endpoints:
         with steps.step("insert_entities"):

@@ -40,3 +40,23 @@ async def test_known_names_are_not_embedded_again(stack: EchoStack, monkeypatch:
     assert sorted(asked) == [["Flink"], ["The ledger service reads offsets from Kafka.", "Kafka feeds the Flink fraud job."]]
     # the known names still resolved to the stored entities (no duplicate node for "ledger SERVICE")
     assert {e["source"] for e in stored["edges_created"]} == {"Ledger service", "Kafka"}
+
+
+async def test_names_no_fact_uses_are_not_embedded(stack: EchoStack, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[list[str]] = []
+    real = stack.embedder.embed
+
+    def spy(texts: list[str], batch_size: int = 64) -> Any:
+        asked.append(list(texts))
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(stack.embedder, "embed", spy)
+    # "Redis" is declared but no fact uses it, so it is never stored and needs no vector; "Kafka"
+    # is declared new, so its vector is computed from the start, beside the fact's.
+    body = episode([("Orders service", "service"), ("Kafka", "broker"), ("Redis", "cache")],
+                   [fact("Orders service", "Kafka", "publishes to", "The orders service publishes to Kafka.")],
+                   entity_resolutions=[{"mention": "Kafka", "entity_id": "new", "rationale": "first mention"}])
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        _, stored = await call(client, "write_episode", body)
+    assert stored["stored"] is True, stored
+    assert sorted(asked) == [["Kafka"], ["Orders service"], ["The orders service publishes to Kafka."]]
