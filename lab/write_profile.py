@@ -1,6 +1,6 @@
 """Where a write's and a query's time goes: per-step milliseconds at 1k and 10k facts, over the bus.
 
-    python lab/write_profile.py --writes 60 --queries 60 --sizes 1000,10000
+    python -m lab.write_profile --writes 60 --queries 60 --sizes 1000,10000
 
 Starts a throw-away system (libs/eval/system.py), loads one scope to each size (through
 write_episode up to 1k, then COPY via libs/eval/bulk.py), and sends N one-fact writes (a known
