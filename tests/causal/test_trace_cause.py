@@ -169,7 +169,8 @@ async def test_as_of_walks_a_superseded_fact_only_while_it_was_valid(stack: Echo
         ])
         time.sleep(1.1)
         between = int(time.time())
-        time.sleep(0.05)
+        # `as_of` names the whole second it gives: the new version must come in a later second.
+        time.sleep(between + 1 - time.time() + 0.05)
         new = await write(client, entities, [
             _fact("Config push", "Latency spike", "explains",
                   "On review, the config push did not explain the latency spike."),
