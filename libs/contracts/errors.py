@@ -23,6 +23,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
+# Where an MCP tool result carries its typed error (`_meta`), for every tool.
+TOOL_ERROR_META_KEY = "echo-memory/error"
+
 
 class ErrorInfo(BaseModel):
     """An error as data: what crosses the bus and what an MCP caller sees."""

@@ -34,7 +34,7 @@ from typing import Any
 
 from libs import eventloop
 from libs.eval import synthetic
-from libs.eval.metrics import percentile
+from libs.eval.metrics import latency_stats
 from libs.eval.runner import progress
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -60,10 +60,6 @@ class Target:
     # Restart retrieval with ECHO_MEMORY_CHANNELS set to this JSON (None: back to the default);
     # only a throw-away system offers it.
     restart_retrieval: Callable[[str | None], Awaitable[None]] | None = None
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2), "n": len(values)}
 
 
 class _Timer:
@@ -118,9 +114,9 @@ class _Timer:
                     value = await self.bus(service, tool, bus_args)
                     if value is not None:
                         bus.append(value)
-        out = {"edge": _stats(edge)}
+        out = {"edge": latency_stats(edge)}
         if self.target.bus is not None:
-            out["bus"] = _stats(bus)
+            out["bus"] = latency_stats(bus)
         return out
 
 
@@ -275,7 +271,7 @@ async def _channel_costs(
                 value = await timer.bus("retrieval", "query_memory", bus_args)
                 if value is not None:
                     times.append(value)
-            out["+".join(channels)] = _stats(times)
+            out["+".join(channels)] = latency_stats(times)
             if show:
                 sys.stderr.write(f"channels {'+'.join(channels)}: bus p50 {out['+'.join(channels)]['p50']} ms\n")
     finally:

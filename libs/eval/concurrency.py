@@ -30,14 +30,10 @@ from typing import Any
 import psutil
 
 from libs.eval import synthetic
-from libs.eval.metrics import percentile
+from libs.eval.metrics import latency_stats
 
 AdminCall = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 SCOPE = "bench-concurrency"
-
-
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2), "n": len(values)}
 
 
 class System:
@@ -226,7 +222,7 @@ async def _level(
     cpu = {name: round((after.get(name, 0.0) - before.get(name, 0.0)) * 1000 / done, 2) for name in after}
     return {
         "clients": clients, "queries": len(latencies), "failed": failures, "wall_s": round(wall, 2),
-        "qps": round(len(latencies) / wall, 1), **_stats(latencies),
+        "qps": round(len(latencies) / wall, 1), **latency_stats(latencies),
         "cpu_ms_per_query": {"total": round(sum(cpu.values()), 2), **cpu},
         "cores_busy": round(sum(after.values()) - sum(before.values()), 2) / wall if wall else 0.0,
     }
@@ -263,7 +259,7 @@ async def run_concurrency(levels: list[int], sizes: list[int], queries: int, wri
                 await call("writes", "write_episode", source.write_args(facts, SCOPE))
                 write_ms.append((time.perf_counter() - started) * 1000)
             loaded += writes
-            row["write_bus"] = _stats(write_ms)
+            row["write_bus"] = latency_stats(write_ms)
             report["sizes"].append(row)
         report["memory"]["peak_pss_mb"] = {"total": round(sum(peak.values()), 1), **peak}
     return report

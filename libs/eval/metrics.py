@@ -24,6 +24,11 @@ def reciprocal_rank(ranked: Sequence[str], gold: set[str], k: int | None = None)
     return 0.0
 
 
+def latency_stats(values: Sequence[float]) -> dict[str, float]:
+    """p50 and p95 (nearest rank, ms rounded to 0.01) and the count of `values`."""
+    return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2), "n": len(values)}
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) by nearest rank; 0.0 for no values."""
     if not values:

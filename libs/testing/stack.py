@@ -17,6 +17,7 @@ from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.config import Settings
 from libs.config.retrieval import RetrievalSettings
+from libs.contracts.errors import TOOL_ERROR_META_KEY
 from libs.contracts.verbs import verb as verb_spec
 from libs.embed import MiniLM
 from libs.service.registry import SERVICES
@@ -24,14 +25,12 @@ from libs.service.runner import RunningService, start_service
 from libs.store import access, admin
 from libs.supervisor.ports import free_port
 
-ERROR_META_KEY = "echo-memory/error"  # where the edge puts a tool error's code, message and retryable
-
 
 def tool_error(result: Any) -> dict[str, Any]:
     """The typed error of an MCP tool result (`_meta`), as a dict; AssertionError if it is a success."""
     meta = getattr(result, "meta", None) or {}
-    assert result.is_error and ERROR_META_KEY in meta, f"expected a tool error, got {result!r}"
-    return dict(meta[ERROR_META_KEY])
+    assert result.is_error and TOOL_ERROR_META_KEY in meta, f"expected a tool error, got {result!r}"
+    return dict(meta[TOOL_ERROR_META_KEY])
 
 
 @asynccontextmanager

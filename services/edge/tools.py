@@ -23,7 +23,7 @@ from libs.bus.client import BusClient
 from libs.config import Timeouts
 from libs.config.edge import EdgeSettings
 from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError, ErrorInfo
+from libs.contracts.errors import TOOL_ERROR_META_KEY, EchoError, ErrorInfo
 from libs.contracts.framing import render_framed, render_recall, strip_delimiters
 from libs.contracts.parsing import parse_args
 from libs.contracts.verbs import Verb, verb
@@ -98,9 +98,6 @@ class _RawArguments(ArgModelBase):
         return dict(self.model_extra or {})
 
 
-ERROR_META_KEY = "echo-memory/error"
-
-
 def error_result(error: EchoError, spec: ToolSpec | None = None) -> mcp_types.CallToolResult:
     """A tool error: the code, message and `retryable` as text and in `_meta`.
 
@@ -117,14 +114,14 @@ def error_result(error: EchoError, spec: ToolSpec | None = None) -> mcp_types.Ca
         content=[mcp_types.TextContent(type="text", text=text)],
         structured_content=structured,
         is_error=True,
-        meta={ERROR_META_KEY: info.model_dump(mode="json")},
+        meta={TOOL_ERROR_META_KEY: info.model_dump(mode="json")},
     )
 
 
 def error_info(result: mcp_types.CallToolResult) -> ErrorInfo | None:
     """The typed error of a tool result, or None for a success."""
     meta = result.meta or {}
-    raw = meta.get(ERROR_META_KEY)
+    raw = meta.get(TOOL_ERROR_META_KEY)
     return ErrorInfo.model_validate(raw) if raw else None
 
 

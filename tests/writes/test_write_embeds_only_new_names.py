@@ -15,15 +15,21 @@ from libs.testing import EchoStack
 from tests.writes.conftest import call, episode, fact
 
 
-async def test_known_names_are_not_embedded_again(stack: EchoStack, monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[list[str]] = []
+@pytest.fixture
+def asked(stack: EchoStack, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every list of texts the writes service hands the (real) model, in order."""
+    calls: list[list[str]] = []
     real = stack.embedder.embed
 
     def spy(texts: list[str], batch_size: int = 64) -> Any:
-        asked.append(list(texts))
+        calls.append(list(texts))
         return real(texts, batch_size)
 
     monkeypatch.setattr(stack.embedder, "embed", spy)
+    return calls
+
+
+async def test_known_names_are_not_embedded_again(stack: EchoStack, asked: list[list[str]]) -> None:
     first = episode([("Ledger service", "service"), ("Kafka", "broker")],
                     [fact("Ledger service", "Kafka", "publishes to", "The ledger service publishes entries to Kafka.")])
     second = episode([("ledger SERVICE", "service"), ("Kafka", "broker"), ("Flink", "processor")],
@@ -42,15 +48,7 @@ async def test_known_names_are_not_embedded_again(stack: EchoStack, monkeypatch:
     assert {e["source"] for e in stored["edges_created"]} == {"Ledger service", "Kafka"}
 
 
-async def test_names_no_fact_uses_are_not_embedded(stack: EchoStack, monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[list[str]] = []
-    real = stack.embedder.embed
-
-    def spy(texts: list[str], batch_size: int = 64) -> Any:
-        asked.append(list(texts))
-        return real(texts, batch_size)
-
-    monkeypatch.setattr(stack.embedder, "embed", spy)
+async def test_names_no_fact_uses_are_not_embedded(stack: EchoStack, asked: list[list[str]]) -> None:
     # "Redis" is declared but no fact uses it, so it is never stored and needs no vector; "Kafka"
     # is declared new, so its vector is computed from the start, beside the fact's.
     body = episode([("Orders service", "service"), ("Kafka", "broker"), ("Redis", "cache")],
