@@ -115,8 +115,9 @@ def scope(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def mcp_stdio(settings: Settings, token_value: str | None) -> int:
-    from services.edge.app import serve_stdio
+    from libs.service.registry import edge_entry
 
+    serve_stdio = edge_entry("serve_stdio")
     try:
         url = nats_url(settings)
     except NotRunning as exc:
@@ -125,4 +126,4 @@ def mcp_stdio(settings: Settings, token_value: str | None) -> int:
     updates: dict[str, object] = {"nats_url": url}
     if token_value:
         updates["token"] = SecretStr(token_value)
-    return eventloop.run(serve_stdio(settings.model_copy(update=updates)), use_uvloop=settings.uvloop)
+    return int(eventloop.run(serve_stdio(settings.model_copy(update=updates)), use_uvloop=settings.uvloop))

@@ -282,7 +282,9 @@ async def _check_edge(url: str, token: str) -> str | None:
 
 def bridge_cmd(settings: Settings, args: argparse.Namespace) -> int:
     from libs.clients import ConfigError, load_remote
-    from services.edge.bridge import serve_bridge
+    from libs.service.registry import edge_entry
+
+    serve_bridge = edge_entry("serve_bridge")
 
     try:
         remote = load_remote()
@@ -291,4 +293,4 @@ def bridge_cmd(settings: Settings, args: argparse.Namespace) -> int:
     if remote is None:
         return _err("no remote edge is connected; run `echo-memory connect URL TOKEN` (locally use `echo-memory mcp`)")
     token = os.environ.get("ECHO_MEMORY_TOKEN") or remote.token
-    return eventloop.run(serve_bridge(remote.url, token), use_uvloop=settings.uvloop)
+    return int(eventloop.run(serve_bridge(remote.url, token), use_uvloop=settings.uvloop))

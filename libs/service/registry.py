@@ -7,8 +7,9 @@ one service's code into another's.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from libs.config import Settings
 
@@ -36,6 +37,13 @@ SERVICES: tuple[ServiceInfo, ...] = (
     ServiceInfo("consolidation", "services.consolidation.app", "never"),
 )
 EDGE_MODULE = "services.edge.app"
+# The edge's entry points that other processes start: the CLI (`mcp`, `bridge`) and the test harness.
+EdgeEntry = Literal["serve_stdio", "serve_bridge", "start_edge"]
+_EDGE_ENTRIES: dict[str, str] = {
+    "serve_stdio": EDGE_MODULE,
+    "start_edge": EDGE_MODULE,
+    "serve_bridge": "services.edge.bridge",
+}
 NAMES = tuple(s.name for s in SERVICES) + ("edge",)
 
 
@@ -45,6 +53,15 @@ def service_info(name: str) -> ServiceInfo:
     if info is None:
         raise ValueError(f"unknown service {name!r}; choose one of {', '.join(NAMES)}")
     return info
+
+
+def edge_entry(name: EdgeEntry) -> Callable[..., Any]:
+    """The edge's function `name`, imported on call, as `run` imports a service's routes.
+
+    Callers in libs start the edge without importing services at load time, so the layer rule
+    holds for every other process that imports them.
+    """
+    return getattr(importlib.import_module(_EDGE_ENTRIES[name]), name)  # type: ignore[no-any-return]
 
 
 def run(name: str, settings: Settings) -> int:

@@ -20,7 +20,7 @@ from libs.config.retrieval import RetrievalSettings
 from libs.contracts.errors import TOOL_ERROR_META_KEY
 from libs.contracts.verbs import verb as verb_spec
 from libs.embed import MiniLM
-from libs.service.registry import SERVICES
+from libs.service.registry import SERVICES, edge_entry
 from libs.service.runner import RunningService, start_service
 from libs.store import access, admin
 from libs.supervisor.ports import free_port
@@ -79,9 +79,7 @@ class EchoStack:
         for info in SERVICES:
             if info.name in self.service_names:
                 await self.start(info.name)
-        from services.edge.app import start_edge
-
-        self.edge = await start_edge(self.settings, self.edge_settings)  # type: ignore[arg-type]
+        self.edge = await edge_entry("start_edge")(self.settings, self.edge_settings)
         self._admin_broker = make_broker(self.nats_url)
         await self._admin_broker.start()
         return self
