@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -35,6 +36,21 @@ class ServiceContext:
     lazy_model: bool = False  # load the model at the first request that needs it
     on_start: Callable[[], Awaitable[None]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # objects a service keeps by name (its outbox relay)
+    _loading: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+
+    async def load_model(self) -> MiniLM:
+        """The embedding model, loaded in a worker thread on first use.
+
+        A load takes 0.3–1 s of CPU; on the event loop it would stall every other request of the
+        process (a lexical_status beside the first reindex). The lock keeps it to one load.
+        """
+        if self.embedder is None and self.lazy_model:
+            async with self._loading:
+                if self.embedder is None:
+                    from libs.embed import MiniLM
+
+                    self.embedder = await asyncio.to_thread(MiniLM)
+        return self.model()
 
     def model(self) -> MiniLM:
         """The embedding model (loaded now if the service loads it on first use); `Internal` without one."""

@@ -16,7 +16,7 @@ def routes(ctx: ServiceContext) -> list[Route]:
 
 async def handle_reindex(rc: RequestContext, args: ReindexInput) -> ReindexResult:
     """Embeddings and lexical statistics rebuilt for the requested scopes."""
-    return await reindex(rc.conn, rc.caller, args, embedder=rc.embedder)
+    return await reindex(rc.conn, rc.caller, args, embedder=await rc.service.load_model())
 
 
 async def handle_lexical_status(rc: RequestContext, args: LexicalStatusInput) -> LexicalStatusResult:

@@ -209,3 +209,29 @@ async def test_reindex_loads_the_model_only_when_it_re_embeds(database_url: str,
     finally:
         await broker.stop()
         await running.stop()
+
+
+async def test_reindex_keeps_answering_while_its_model_loads(database_url: str, nats_url: str, org: str) -> None:
+    from services.reindex.app import routes
+
+    settings = Settings(org=org, database_url=SecretStr(database_url), nats_url=nats_url)
+    running = await start_service("reindex", routes, settings, lazy_model=True)
+    broker = make_broker(nats_url)
+    await broker.start()
+    bus = BusClient(broker)
+    try:
+        first = asyncio.create_task(bus.call(caller=_caller(org), service="reindex", verb="reindex",
+                                             args={"step": "embeddings"}, timeout=120))
+        # Ask for freshness while the first re-embedding loads the model (0.3–1 s). A load on the
+        # event loop would hold this answer until the model is in memory.
+        while not running.ctx._loading.locked() and not first.done():
+            await asyncio.sleep(0.005)
+        status = await bus.call(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
+        answered_while_loading = running.ctx.embedder is None
+        await first
+    finally:
+        await broker.stop()
+        await running.stop()
+    assert status
+    assert answered_while_loading
+    assert running.ctx.embedder is not None
