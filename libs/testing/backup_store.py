@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 SCOPE_NAMED = "team-a"
 AGENTS = ("claude-code", "cursor", "codex")
@@ -49,9 +50,10 @@ INSERT_INGESTION = "INSERT INTO document_ingestions (document_id, agent_id, cont
 # Every table an export holds, each ordered by its whole row so equal content gives equal sums.
 CHECKED_TABLES = ("scopes", "scope_embeddings", "agents", "entities", "entity_aliases", "episodes", "facts",
                   "reads", "read_results", "recall_saves", "documents", "document_ingestions", "audit_log")
-TABLE_CHECKSUM = "SELECT count(*), md5(coalesce(string_agg({row}, '|' ORDER BY {row}), '')) FROM {table} t"
+TABLE_CHECKSUM = sql.SQL("SELECT count(*), md5(coalesce(string_agg({row}, '|' ORDER BY {row}), '')) FROM {table} t")
 # What a backup carries of each table: the whole row, except when a restore records its own time.
-CHECKED_ROW = {"scope_embeddings": "(t.scope_id, t.model)::text"}
+WHOLE_ROW = sql.SQL("t::text")
+CHECKED_ROW = {"scope_embeddings": sql.SQL("(t.scope_id, t.model)::text")}
 
 
 @dataclass(frozen=True)
@@ -189,8 +191,8 @@ def table_checksums(database_url: str) -> dict[str, tuple[int, str]]:
     with psycopg.connect(database_url) as conn:
         out: dict[str, tuple[int, str]] = {}
         for table in CHECKED_TABLES:
-            sql = TABLE_CHECKSUM.format(table=table, row=CHECKED_ROW.get(table, "t::text"))
-            row = conn.execute(sql).fetchone()
+            query = TABLE_CHECKSUM.format(table=sql.Identifier(table), row=CHECKED_ROW.get(table, WHOLE_ROW))
+            row = conn.execute(query).fetchone()
             assert row is not None
             out[table] = (int(row[0]), str(row[1]))
         return out
