@@ -30,6 +30,7 @@ from libs.supervisor.nats import NatsServer
 from libs.supervisor.ports import free_port
 from libs.supervisor.postgres import EmbeddedPostgres
 from libs.testing import EchoStack, server_dir
+from libs.testing.tiers import Handlers, rolled_back
 
 TEMPLATE = "echo_template"
 
@@ -147,6 +148,24 @@ async def stack(database_url: str, nats_url: str, org: str, embedder: MiniLM) ->
     """Every service plus the HTTP edge, in-process, for one test."""
     async with EchoStack(database_url=database_url, nats_url=nats_url, org=org, embedder=embedder) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def tier_database_url(pg: PostgresFixture) -> Iterator[str]:
+    """One migrated database for the whole session, for tests that roll back everything they write."""
+    name = "tier_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+    yield pg.admin_url(name)
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def handlers(tier_database_url: str, org: str, embedder: MiniLM) -> AsyncIterator[Handlers]:
+    """Every service's handlers on one transaction that is rolled back after the test (libs/testing/tiers.py)."""
+    async with rolled_back(tier_database_url) as conn:
+        yield Handlers(conn, org, embedder)
 
 
 @pytest.fixture(scope="session")

@@ -125,7 +125,10 @@ def encode_reply(reply: Reply, max_payload: int, service: str, verb_name: str) -
 
 
 def _max_payload(ctx: ServiceContext) -> int:
+    # Not connected yet, or a connection that is not nats-py's (FastStream's in-memory test broker):
+    # the protocol default.
     try:
-        return int(ctx.broker.connection.max_payload) or DEFAULT_MAX_PAYLOAD
-    except Exception:  # not connected yet, or a client without the attribute: the protocol default
+        value = ctx.broker.connection.max_payload
+    except Exception:
         return DEFAULT_MAX_PAYLOAD
+    return value if isinstance(value, int) and value > 0 else DEFAULT_MAX_PAYLOAD

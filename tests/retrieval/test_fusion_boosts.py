@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import math
 
-import psycopg
-from pgvector.psycopg import register_vector
-
 from libs.config.retrieval import FusionWeights
 from libs.embed import MiniLM
 from libs.eval.agent_facts import write_args
-from libs.testing import EchoStack
+from libs.testing.tiers import Handlers
 from services.retrieval import queries as q
 from services.retrieval.channels import Candidate, proximity
 from services.retrieval.fusion import fuse
@@ -22,18 +19,17 @@ def _idf(n: int, df: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-async def test_bm25_rows_carry_matched_terms_positions_and_idf(stack: EchoStack, embedder: MiniLM) -> None:
+async def test_bm25_rows_carry_matched_terms_positions_and_idf(handlers: Handlers, embedder: MiniLM) -> None:
     episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(DOCS)]
-    ids = (await stack.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    ids = (await handlers.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
     query = "kiln fired vase"
-    with psycopg.connect(stack.database_url) as conn:
-        register_vector(conn)
-        scope_id = conn.execute("SELECT id FROM scopes WHERE name='shared'").fetchone()[0]
-        rows = conn.execute(
-            q.LEXICAL_EPISODES_BM25,
-            {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10,
-             "embedding": embedder.embed_one(query)},
-        ).fetchall()
+    conn = handlers.conn
+    scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name='shared'")).fetchone())[0]  # type: ignore[index]
+    rows = await (await conn.execute(
+        q.LEXICAL_EPISODES_BM25,
+        {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10,
+         "embedding": embedder.embed_one(query)},
+    )).fetchall()
     by_id = {str(r[0]): r for r in rows}
     # "vase" is on every row, so only the two rarer terms make candidates: Carol is not one.
     assert set(by_id) == set(ids[:2])
@@ -112,7 +108,8 @@ def test_neighbour_share_lifts_the_reply_next_to_a_strong_turn() -> None:
     assert order == ["question", "reply", "other"]
     assert [c.id for c, _ in fuse(pool, weights, ["dense", "lexical"])] == ["question", "other", "reply"]
 
-async def test_an_error_string_fact_ranks_first_through_the_service(stack: EchoStack) -> None:
+
+async def test_an_error_string_fact_ranks_first_through_the_service(handlers: Handlers) -> None:
     """agent-facts q085: dense alone puts the ORM fact first; three shared words lift the right one."""
     facts = {
         "f1": "The ORM is SQLAlchemy 2.0 with the async engine and the asyncpg driver.",
@@ -121,10 +118,10 @@ async def test_an_error_string_fact_ranks_first_through_the_service(stack: EchoS
     }
     by_fact: dict[str, str] = {}
     for name, text in facts.items():
-        result = await stack.admin_call("writes", "write_episode", write_args(name, text))
+        result = await handlers.admin_call("writes", "write_episode", write_args(name, text))
         by_fact[result["edges_created"][0]["fact_id"]] = name
     query = "I get 'another operation is in progress' from the database driver"
-    result = await stack.admin_call("retrieval", "query_memory", {"query": query, "include_episodes": False})
+    result = await handlers.admin_call("retrieval", "query_memory", {"query": query, "include_episodes": False})
     ranked = [by_fact[r["id"]] for r in result["results"]]
     assert ranked[0] == "f2", result["results"]
     first = result["results"][0]

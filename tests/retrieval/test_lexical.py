@@ -1,16 +1,17 @@
-"""BM25 from the trigger-maintained statistics, checked by hand; the ts_rank fallback."""
+"""BM25 from the trigger-maintained statistics, checked by hand; the ts_rank fallback.
+
+Handler tier: every call goes through the services' real routes on one rolled-back transaction.
+"""
 
 from __future__ import annotations
 
 import math
 
-import psycopg
-
 from libs.config import load_settings
 from libs.contracts.bus import Caller
 from libs.contracts.query import QueryMemoryInput
 from libs.embed import MiniLM
-from libs.testing import EchoStack
+from libs.testing.tiers import Handlers
 from services.retrieval import queries as q
 from services.retrieval.search import query_memory
 
@@ -18,24 +19,23 @@ ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 DOCS = ["Alice: the kiln fired my vase", "Bob: the kiln is hot hot", "Carol: I bought a vase"]
 
 
-async def _import(stack: EchoStack) -> list[str]:
+async def _import(handlers: Handlers) -> list[str]:
     episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(DOCS)]
-    result = await stack.admin_call("writes", "import_episodes", {"episodes": episodes})
+    result = await handlers.admin_call("writes", "import_episodes", {"episodes": episodes})
     return result["episode_ids"]
 
 
-async def _lexical_rows(stack: EchoStack, embedder: MiniLM, sql: str, query: str) -> list[tuple]:
-    """The rows one lexical statement returns for `query` over the `shared` scope."""
-    from pgvector.psycopg import register_vector
+async def _rows(handlers: Handlers, sql: str, params: dict | None = None) -> list[tuple]:
+    return await (await handlers.conn.execute(sql, params)).fetchall()
 
-    with psycopg.connect(stack.database_url) as conn:
-        register_vector(conn)
-        scope_id = conn.execute("SELECT id FROM scopes WHERE name='shared'").fetchone()[0]
-        return conn.execute(
-            sql,
-            {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10,
-             "embedding": embedder.embed_one(query)},
-        ).fetchall()
+
+async def _lexical_rows(handlers: Handlers, embedder: MiniLM, sql: str, query: str) -> list[tuple]:
+    """The rows one lexical statement returns for `query` over the `shared` scope."""
+    scope_id = (await _rows(handlers, "SELECT id FROM scopes WHERE name='shared'"))[0][0]
+    return await _rows(
+        handlers, sql,
+        {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10, "embedding": embedder.embed_one(query)},
+    )
 
 
 def _hand_bm25(query_terms: list[str], docs: list[list[str]]) -> list[float]:
@@ -54,23 +54,22 @@ def _hand_bm25(query_terms: list[str], docs: list[list[str]]) -> list[float]:
     return scores
 
 
-async def test_statistics_are_maintained_in_the_write_transaction(stack: EchoStack) -> None:
-    await _import(stack)
-    with psycopg.connect(stack.database_url) as conn:
-        stats = conn.execute(
-            "SELECT doc_count, total_length, format_version FROM lexical_stats WHERE corpus='episodes'"
-        ).fetchone()
-        df = dict(conn.execute("SELECT term, df FROM lexical_df WHERE corpus='episodes'").fetchall())
+async def test_statistics_are_maintained_in_the_write_transaction(handlers: Handlers) -> None:
+    await _import(handlers)
+    stats = (await _rows(
+        handlers, "SELECT doc_count, total_length, format_version FROM lexical_stats WHERE corpus='episodes'"
+    ))[0]
+    df = dict(await _rows(handlers, "SELECT term, df FROM lexical_df WHERE corpus='episodes'"))
     # english tsvector lexemes: alice kiln fire vase | bob kiln hot hot | carol bought vase
     assert stats == (3, 11, 1)
     assert df["kiln"] == 2 and df["vase"] == 2 and df["hot"] == 1
 
 
-async def test_bm25_matches_a_hand_computed_example(stack: EchoStack, embedder: MiniLM) -> None:
-    ids = await _import(stack)
+async def test_bm25_matches_a_hand_computed_example(handlers: Handlers, embedder: MiniLM) -> None:
+    ids = await _import(handlers)
     docs = [["alic", "kiln", "fire", "vase"], ["bob", "kiln", "hot", "hot"], ["carol", "bought", "vase"]]
     expected = _hand_bm25(["kiln", "hot"], docs)
-    rows = await _lexical_rows(stack, embedder, q.LEXICAL_EPISODES_BM25, "kiln hot")
+    rows = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25, "kiln hot")
     got = {str(r[0]): float(r[1]) for r in rows}
     assert set(got) == {ids[0], ids[1]}
     assert math.isclose(got[ids[0]], expected[0], rel_tol=1e-6)
@@ -78,56 +77,50 @@ async def test_bm25_matches_a_hand_computed_example(stack: EchoStack, embedder: 
     assert got[ids[1]] > got[ids[0]]
 
 
-async def test_stale_statistics_fall_back_to_ts_rank_and_say_so(stack: EchoStack) -> None:
-    await _import(stack)
-    fresh = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+async def test_stale_statistics_fall_back_to_ts_rank_and_say_so(handlers: Handlers) -> None:
+    await _import(handlers)
+    fresh = await handlers.admin_call("retrieval", "query_memory", {"query": "kiln"})
     assert fresh["lexical"] == "bm25"
-    with psycopg.connect(stack.database_url, autocommit=True) as conn:
-        conn.execute("UPDATE lexical_stats SET format_version = 0")
-    stale = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+    await handlers.conn.execute("UPDATE lexical_stats SET format_version = 0")
+    stale = await handlers.admin_call("retrieval", "query_memory", {"query": "kiln"})
     assert stale["lexical"] == "ts_rank"
     assert "format 0" in stale["note"] and "echo-memory reindex" in stale["note"]
     assert any("lexical" in r["matched"] for r in stale["results"])
-    status = await stack.admin_call("reindex", "lexical_status", {})
+    status = await handlers.admin_call("reindex", "lexical_status", {})
     assert {c["corpus"]: c["mode"] for c in status["corpora"]}["episodes"] == "ts_rank"
-    rebuilt = await stack.admin_call("reindex", "reindex", {"step": "lexical"})
+    rebuilt = await handlers.admin_call("reindex", "reindex", {"step": "lexical"})
     assert rebuilt["format_version"] == 1
-    again = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+    again = await handlers.admin_call("retrieval", "query_memory", {"query": "kiln"})
     assert again["lexical"] == "bm25"
 
 
-async def test_rows_without_statistics_fall_back_to_ts_rank_instead_of_matching_nothing(stack: EchoStack) -> None:
-    await _import(stack)
-    with psycopg.connect(stack.database_url, autocommit=True) as conn:
-        conn.execute("DELETE FROM lexical_df WHERE corpus = 'episodes'")
-        conn.execute("DELETE FROM lexical_stats WHERE corpus = 'episodes'")
-    missing = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+async def test_rows_without_statistics_fall_back_to_ts_rank_instead_of_matching_nothing(handlers: Handlers) -> None:
+    await _import(handlers)
+    await handlers.conn.execute("DELETE FROM lexical_df WHERE corpus = 'episodes'")
+    await handlers.conn.execute("DELETE FROM lexical_stats WHERE corpus = 'episodes'")
+    missing = await handlers.admin_call("retrieval", "query_memory", {"query": "kiln"})
     assert missing["lexical"] == "ts_rank"
     assert "no statistics" in missing["note"] and "echo-memory reindex" in missing["note"]
     assert any("lexical" in r["matched"] for r in missing["results"])
-    await stack.admin_call("reindex", "reindex", {"step": "lexical"})
-    again = await stack.admin_call("retrieval", "query_memory", {"query": "kiln"})
+    await handlers.admin_call("reindex", "reindex", {"step": "lexical"})
+    again = await handlers.admin_call("retrieval", "query_memory", {"query": "kiln"})
     assert again["lexical"] == "bm25" and any("lexical" in r["matched"] for r in again["results"])
 
 
-async def test_env_switch_forces_the_fallback(stack: EchoStack, embedder: MiniLM, monkeypatch) -> None:
-    await _import(stack)
+async def test_env_switch_forces_the_fallback(handlers: Handlers, embedder: MiniLM, monkeypatch) -> None:
+    await _import(handlers)
     monkeypatch.setenv("ECHO_MEMORY_RETRIEVAL__LEXICAL_BM25", "0")
     settings = load_settings().retrieval  # the switch reaches the service through the one settings tree
-    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
-        from pgvector.psycopg import register_vector_async
-
-        await register_vector_async(conn)
-        result = await query_memory(conn, ADMIN, QueryMemoryInput(query="kiln"), embedder, settings)
+    result = await query_memory(handlers.conn, ADMIN, QueryMemoryInput(query="kiln"), embedder, settings)
     assert result.lexical == "ts_rank"
     assert "ECHO_MEMORY_RETRIEVAL__LEXICAL_BM25=0" in (result.note or "")
 
 
-async def test_reindex_embeddings_pages_through_the_scope(stack: EchoStack) -> None:
-    await _import(stack)
-    first = await stack.admin_call("reindex", "reindex", {"step": "embeddings", "limit": 2})
+async def test_reindex_embeddings_pages_through_the_scope(handlers: Handlers) -> None:
+    await _import(handlers)
+    first = await handlers.admin_call("reindex", "reindex", {"step": "embeddings", "limit": 2})
     assert first["processed"] == 2 and first["next"]
-    second = await stack.admin_call("reindex", "reindex", {"step": "embeddings", "limit": 2, "after": first["next"]})
+    second = await handlers.admin_call("reindex", "reindex", {"step": "embeddings", "limit": 2, "after": first["next"]})
     assert second["processed"] == 1 and second["next"] is None
     assert first["total"] == 3
 
@@ -145,23 +138,23 @@ def _pair_corpus() -> tuple[list[str], list[int]]:
 
 
 async def test_rows_holding_both_rarest_terms_are_candidates_however_far_their_meaning(
-    stack: EchoStack, embedder: MiniLM
+    handlers: Handlers, embedder: MiniLM
 ) -> None:
     # Each term is on more rows than the channel scores, so candidates used to be the rarest
     # term's rows nearest the query vector: the three rows holding both terms, about invoices,
     # lost to sunny-weather rows. Now the rows holding both of the two rarest terms come first.
     docs, both = _pair_corpus()
     episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(docs)]
-    ids = (await stack.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    ids = (await handlers.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
     query = "zephyr quokka sunshine forecast today"
-    rows = await _lexical_rows(stack, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, query)
+    rows = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, query)
     assert {str(r[0]) for r in rows} == {ids[i] for i in both}
     assert all(r[3] == 2 for r in rows)  # each matched both terms
     # query_memory picks that statement for a corpus this size, so the lexical channel finds them.
-    result = await stack.admin_call("retrieval", "query_memory", {"query": query, "top_k": 50})
+    result = await handlers.admin_call("retrieval", "query_memory", {"query": query, "top_k": 50})
     lexical = {r["id"] for r in result["results"] if "lexical" in r["matched"]}
     assert lexical == {ids[i] for i in both}
 
     # Two common terms that never share a row: the rows matching either are the candidates.
-    apart = await _lexical_rows(stack, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, "zephyr walrus")
+    apart = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, "zephyr walrus")
     assert len(apart) == 10 and all(r[3] == 1 for r in apart)
