@@ -13,7 +13,9 @@ from faststream.nats import NatsBroker
 from libs.config import Settings
 from libs.contracts.bus import Caller
 from libs.contracts.errors import Internal
+from libs.contracts.verbs import verbs_of
 from libs.store.pool import OrgDatabases
+from libs.telemetry.metrics import ServiceMetrics
 
 if TYPE_CHECKING:  # the model runtime is loaded only by services that embed
     from libs.embed import MiniLM
@@ -35,6 +37,11 @@ class ServiceContext:
     lazy_model: bool = False  # load the model at the first request that needs it
     on_start: Callable[[], Awaitable[None]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # objects a service keeps by name (its outbox relay)
+    metrics: ServiceMetrics = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.metrics = ServiceMetrics(self.name, pool_stats=self.databases.pool_stats,
+                                      verbs=[v.name for v in verbs_of(self.name)])
 
     def model(self) -> MiniLM:
         """The embedding model (loaded now if the service loads it on first use); `Internal` without one."""

@@ -17,6 +17,7 @@ from libs.contracts.bus import Caller
 from libs.contracts.health import (
     AgentWrites,
     CalibrationState,
+    CheckStatus,
     EmbeddingState,
     HealthCheck,
     HealthFigures,
@@ -152,7 +153,7 @@ def _lexical_stale(rows: list[dict[str, Any]], names: dict[str | None, str]) -> 
 def _check(name: str, weight: int, share: float, detail: str, action: str | None, *, known: bool = True) -> HealthCheck:
     """A check earning `share` (0..1) of its weight; strong only at the full share."""
     share = max(0.0, min(1.0, share)) if known else 0.0
-    status = "unknown" if not known else ("strong" if share >= 1.0 else "weak")
+    status: CheckStatus = "unknown" if not known else ("strong" if share >= 1.0 else "weak")
     return HealthCheck(name=name, status=status, weight=weight, points=round(weight * share, 2), detail=detail,
                        action=None if status == "strong" else action)
 
