@@ -171,3 +171,23 @@ async def test_a_silent_service_is_counted_as_a_bus_timeout(nats_url: str, org: 
     samples = _scrape(metrics.render())
     assert _value(samples, "echo_bus_timeouts_total", service="causal", verb="trace_cause") == 1
     assert _value(samples, "echo_bus_errors_total", service="causal", verb="trace_cause", code="bus_timeout") == 1
+
+
+async def test_a_service_that_is_not_running_shows_as_down_within_the_bound(
+    database_url: str, nats_url: str, org: str, embedder: Any
+) -> None:
+    import time
+
+    async with EchoStack(database_url=database_url, nats_url=nats_url, org=org, embedder=embedder,
+                         services=("writes",)) as only_writes:
+        base = only_writes.url.rsplit("/mcp", 1)[0]
+        started = time.monotonic()
+        async with httpx2.AsyncClient(timeout=30) as http:
+            response = await http.get(f"{base}/metrics")
+        took = time.monotonic() - started
+    samples = _scrape(response.text)
+    assert _value(samples, "echo_metrics_service_up", service="writes") == 1
+    for missing in set(SERVICES) - {"writes"}:
+        assert _value(samples, "echo_metrics_service_up", service=missing) == 0
+        assert not [1 for labels, _ in samples["echo_verb_in_flight"] if labels["service"] == missing]
+    assert took < 5  # the scrape waits SCRAPE_SECONDS for the missing ones, then answers
