@@ -8,6 +8,7 @@ names no service: the service may well be fine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import nats.errors
@@ -27,9 +28,15 @@ def bus_connected(broker: NatsBroker) -> bool:
     return connection is not None and bool(connection.is_connected)
 
 
+ErrorHook = Callable[[str, str, str], None]
+
+
 class BusClient:
-    def __init__(self, broker: NatsBroker) -> None:
+    """`on_error(service, verb, code)`, when given, hears of every call that ends in an error (metrics)."""
+
+    def __init__(self, broker: NatsBroker, on_error: ErrorHook | None = None) -> None:
         self.broker = broker
+        self.on_error = on_error
 
     async def call(
         self,
@@ -39,6 +46,16 @@ class BusClient:
         verb: str,
         args: dict[str, Any],
         timeout: float,
+    ) -> dict[str, Any]:
+        try:
+            return await self._call(caller=caller, service=service, verb=verb, args=args, timeout=timeout)
+        except EchoError as exc:
+            if self.on_error is not None:
+                self.on_error(service, verb, exc.code)
+            raise
+
+    async def _call(
+        self, *, caller: Caller, service: str, verb: str, args: dict[str, Any], timeout: float
     ) -> dict[str, Any]:
         subject = request_subject(caller.org, service, verb)
         try:

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.admin_commands",
     "libs.cli.retrieval_commands",
     "libs.cli.audit_commands",
+    "libs.cli.health_commands",
     "libs.cli.client_commands",
     "libs.cli.docs_commands",
 )

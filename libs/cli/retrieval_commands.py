@@ -1,7 +1,8 @@
 """Commands around retrieval: recall, reindex, eval, eval-external, benchmark.
 
 The harnesses read datasets from the paths they are given and from nowhere else: no dataset
-ships with the product. A missing or wrong path ends in one sentence and exit code 2, before any
+ships with the product. They score in a throw-away system of their own (libs/eval/system.py),
+so a run leaves nothing in the user's store and needs no running system. A missing or wrong path ends in one sentence and exit code 2, before any
 connection is made.
 """
 
@@ -44,7 +45,10 @@ def register(sub: Any) -> None:
     evaluate = sub.add_parser("eval", help="retrieval quality on agent-facts (hit@1, hit@10, MRR over the ranking and MRR@10, by kind)")
     evaluate.add_argument("--dataset", metavar="PATH", help=f"{AGENT_FACTS_FILE} or the folder holding it (required)")
     evaluate.add_argument("--context", action="store_true", help="tokens per recall vs a full notes dump")
-    evaluate.add_argument("--json", action="store_true")
+    evaluate.add_argument("--sweep", action="store_true", help="with --context: the same as a curve across store size")
+    evaluate.add_argument("--sweep-sizes", default="25,50,100,200", metavar="N,N,...",
+                          help="store sizes (facts) of the --sweep curve (default 25,50,100,200)")
+    evaluate.add_argument("--json", action="store_true", help="print the report as JSON, every query's scores included")
     evaluate.set_defaults(func=_eval)
 
     external = sub.add_parser("eval-external", help="retrieval on a public benchmark (locomo, madial, longmemeval)")
@@ -128,21 +132,56 @@ def _reindex(settings: Any, args: Any) -> int:
 
 
 def _eval(settings: Any, args: Any) -> int:
-    from libs.eval.runner import run_agent_facts
+    """Score retrieval on agent-facts in a throw-away system (its own Postgres and NATS, deleted at
+    the end), so the run leaves nothing in the user's store and needs no running system."""
+    from libs.eval.report import render_eval, render_sweep
+    from libs.eval.runner import run_agent_facts, run_context_sweep
 
     if args.dataset is None:
         return _refuse("eval", f"give the agent-facts dataset: --dataset PATH ({AGENT_FACTS_FILE} or its folder)")
+    if args.sweep and not args.context:
+        return _refuse("eval", "--sweep draws the --context curve: give both")
+    sizes = _sizes(args.sweep_sizes)
+    if sizes is None:
+        return _refuse("eval", f"--sweep-sizes takes positive integers separated by commas, not {args.sweep_sizes!r}")
     dataset = _dataset_file("eval", args.dataset, AGENT_FACTS_FILE)
     if dataset is None:
         return USAGE_ERROR
-    job = run_agent_facts(_call(settings), str(dataset), show=True, context=args.context)
-    report = _run_harness(settings, "eval", job)
+
+    def job(call: Any) -> Any:
+        if args.sweep:
+            return run_context_sweep(call, str(dataset), sizes, show=True)
+        return run_agent_facts(call, str(dataset), show=True, context=args.context)
+
+    report = _run_harness(settings, "eval", _throwaway(settings, job))
     if report is None:
         return 1
-    if not args.json:
-        report.pop("per_query", None)
-    print(json.dumps(report, indent=2))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render_sweep(report) if args.sweep else render_eval(report))
     return 0
+
+
+async def _throwaway(settings: Any, job: Any) -> dict[str, Any]:
+    """`job(call)` against a throw-away system with the user's retrieval settings; deleted after.
+
+    Harness runs store hundreds of facts or whole conversations: in the user's store they would
+    stay for good, and nothing would tell them from real memory.
+    """
+    from libs.eval.system import stack_call, throwaway_stack
+
+    async with throwaway_stack(retrieval=settings.retrieval) as stack:
+        report: dict[str, Any] = await job(stack_call(stack))
+        return report
+
+
+def _sizes(text: str) -> list[int] | None:
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        return None
+    return sizes if sizes and all(n > 0 for n in sizes) else None
 
 
 def _refuse(command: str, sentence: str) -> int:
@@ -192,13 +231,14 @@ def _external(settings: Any, args: Any) -> int:
             dataset_files(args.path)
         except FileNotFoundError as exc:
             return _refuse(command, str(exc))
-        job = run_madial(_call(settings), args.path, dialogues=args.questions, mode=args.query_mode)
+        job = _throwaway(settings, lambda call: run_madial(call, args.path, dialogues=args.questions,
+                                                          mode=args.query_mode))
     else:
         path = _dataset_file(command, args.path, LOCOMO_FILE)
         if path is None:
             return USAGE_ERROR
-        job = run_locomo(_call(settings), str(path), conversations=args.conversations, questions=args.questions,
-                         show=True)
+        job = _throwaway(settings, lambda call: run_locomo(call, str(path), conversations=args.conversations,
+                                                          questions=args.questions, show=True))
     report = _run_harness(settings, command, job)
     if report is None:
         return 1
@@ -220,7 +260,7 @@ def _longmemeval(settings: Any, args: Any, command: str) -> int:
         questions = longmemeval.first_of_each_type(longmemeval.load(path), args.per_type)
     except longmemeval.DatasetError as exc:
         return _refuse(command, str(exc))
-    report = _run_harness(settings, command, run_longmemeval(_call(settings), questions, show=True))
+    report = _run_harness(settings, command, _throwaway(settings, lambda call: run_longmemeval(call, questions, show=True)))
     if report is None:
         return 1
     if not args.json:

@@ -184,8 +184,16 @@ def status(settings: Settings) -> int:
     except EchoError as exc:
         print(f"schema: unknown ({exc.message})")
         return 1
-    print(f"schema version: {result.schema_version}")
+    print("\n".join(render_store(result)))
+    return 0 if all_up else 1
+
+
+def render_store(result: StatusResult) -> list[str]:
+    """The schema version, then per scope its facts and, under it, each agent that wrote there."""
+    lines = [f"schema version: {result.schema_version}"]
     for scope in result.scopes:
         last = f", last write {scope.last_write:%Y-%m-%d %H:%M:%S}" if scope.last_write else ""
-        print(f"scope {scope.scope}: {scope.active_facts} active facts, {scope.facts} in history{last}")
-    return 0 if all_up else 1
+        lines.append(f"scope {scope.scope}: {scope.active_facts} active facts, {scope.facts} in history{last}")
+        lines += [f"  {w.agent_id:<20} {w.active_facts:>7} active {w.facts:>7} in history, "
+                  f"last write {w.last_write:%Y-%m-%d %H:%M:%S}" for w in scope.writers]
+    return lines

@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
     quick.set_defaults(func=lambda s, a: _up(s, a, quickstart=True))
     down = sub.add_parser("down", help="stop the system started by `up`")
     down.set_defaults(func=lambda s, a: _system().down(s))
-    status = sub.add_parser("status", help="each component: running or not, port, pid; schema; facts per scope")
+    status = sub.add_parser("status", help="each component: running or not, port, pid; schema; per scope its facts and writers")
     status.set_defaults(func=lambda s, a: _system().status(s))
     service = sub.add_parser("service", help="run one service in the foreground (used by up and Kubernetes)")
     service.add_argument("name", help="edge, writes, retrieval, causal, audit, reindex or consolidation")

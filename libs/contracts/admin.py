@@ -65,11 +65,21 @@ class ScopeCreateResult(BaseModel):
     created: bool
 
 
+class AgentCount(BaseModel):
+    """One agent's facts in one scope."""
+
+    agent_id: str
+    facts: int
+    active_facts: int
+    last_write: datetime
+
+
 class ScopeCount(BaseModel):
     scope: str
     facts: int
     active_facts: int
     last_write: datetime | None
+    writers: list[AgentCount] = Field(default_factory=list, description="every agent that wrote here, newest first")
 
 
 class StatusResult(BaseModel):

@@ -12,6 +12,8 @@ from libs.contracts.common import StrictModel
 # to_tsvector('english') lexemes, document length = lexeme positions. Statistics with another
 # version are stale: queries fall back to ts_rank until `echo-memory reindex` rebuilds them.
 LEXICAL_FORMAT_VERSION = 1
+# The embedding model the code ships with (libs/embed): what every scope's vectors should be made by.
+CODE_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 
 
 class ReindexInput(StrictModel):

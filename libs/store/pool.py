@@ -85,6 +85,10 @@ class OrgDatabases:
         async with pool.connection() as conn:
             yield conn
 
+    def pool_stats(self) -> dict[str, dict[str, int]]:
+        """psycopg_pool's statistics of each org's open pool (size, available, waiting, max), by org."""
+        return {org: pool.get_stats() for org, pool in self._pools.items()}
+
     async def close(self) -> None:
         for pool in self._pools.values():
             await pool.close()

@@ -19,3 +19,14 @@ SELECT s.name,
 FROM scopes s LEFT JOIN facts f ON f.scope_id = s.id
 GROUP BY s.name ORDER BY s.name
 """
+
+# Who wrote each scope: facts per agent (all versions and the active ones) and their last write,
+# for `echo-memory status`.
+SCOPE_WRITERS = """
+SELECT s.name, f.agent_id,
+       count(*) AS facts,
+       count(*) FILTER (WHERE f.t_invalid IS NULL) AS active_facts,
+       max(f.written_at) AS last_write
+FROM facts f JOIN scopes s ON s.id = f.scope_id
+GROUP BY s.name, f.agent_id ORDER BY s.name, max(f.written_at) DESC, f.agent_id
+"""

@@ -27,21 +27,24 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from libs import eventloop
 from libs.bus.broker import make_broker
-from libs.bus.client import BusClient
+from libs.bus.client import BusClient, bus_connected
 from libs.config import Settings
 from libs.config.edge import EdgeSettings
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError, Unauthenticated
+from libs.contracts.subjects import SERVICES
 from libs.supervisor.follow import follow_supervisor_nats
 from libs.telemetry import setup_tracing
 from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
 from services.edge.instructions import SERVER_INSTRUCTIONS
+from services.edge.metrics import scrape_services
 from services.edge.readiness import not_ready_reason
 from services.edge.tools import EdgeGuards, client_name, register_tools
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "echo-memory"
+SERVICE_NAMES = tuple(SERVICES)  # every service of the verb table; /metrics asks each of them
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -57,7 +60,8 @@ def build_http_server(
     Returns the server, its token verifier (tests call `forget()` on it) and its guards.
     """
     edge = edge or EdgeSettings()
-    bus = BusClient(broker)
+    guards = EdgeGuards(settings=edge)
+    bus = BusClient(broker, on_error=guards.metrics.bus_error)
     verifier = BusTokenVerifier(
         bus, settings.timeouts.auth, cache_seconds=edge.token_cache_seconds, orgs=_orgs(settings, edge)
     )
@@ -74,7 +78,6 @@ def build_http_server(
             required_scopes=["memory"],
         ),
     )
-    guards = EdgeGuards(settings=edge)
     register_tools(server, bus, settings.timeouts, lambda ctx: current_http_caller(client_name(ctx)), guards)
     _add_logging_level(server)
     _add_health_routes(server, broker, _orgs(settings, edge)[0], guards if edge.metrics else None)
@@ -132,7 +135,14 @@ def _add_health_routes(server: MCPServer, broker: NatsBroker, org: str, guards: 
 
         @server.custom_route("/metrics", methods=["GET"])
         async def prometheus(request: Request) -> Response:
-            return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+            # Every service replica's metrics too, asked over the bus on each scrape (metrics.py).
+            answers: list[tuple[str, str]] = []
+            answered: set[str] = set()
+            if bus_connected(broker):
+                answers, answered = await scrape_services(broker.connection, SERVICE_NAMES)
+            for name in SERVICE_NAMES:
+                metrics.service_up.labels(name).set(1 if name in answered else 0)
+            return PlainTextResponse(metrics.render(answers), media_type="text/plain; version=0.0.4")
 
 
 def allowed_origins(edge: EdgeSettings, port: int) -> list[str]:

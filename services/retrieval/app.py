@@ -5,6 +5,8 @@ from __future__ import annotations
 from libs.contracts.query import QueryMemoryInput, QueryMemoryResult
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route
+from services.retrieval import recall_cost
+from services.retrieval.recall_cost import DumpCost
 from services.retrieval.search import query_memory
 
 
@@ -12,8 +14,16 @@ def routes(ctx: ServiceContext) -> list[Route]:
     ctx.model()  # queries are embedded: refuse to start without the model
     settings = ctx.settings.retrieval  # built once at the entry point (ECHO_MEMORY_RETRIEVAL__*)
 
+    dump = DumpCost()
+
     async def handle_query_memory(rc: RequestContext, args: QueryMemoryInput) -> QueryMemoryResult:
-        """Ranked facts (and evidence) for the query; the side channels run on a second connection."""
-        return await query_memory(rc.conn, rc.caller, args, rc.embedder, settings=settings, side=rc.reader)
+        """Ranked facts (and evidence) for the query; the side channels run on a second connection.
+
+        Its cost (facts and tokens returned, a full dump's tokens, channels used) goes on the span
+        and into the metrics.
+        """
+        result = await query_memory(rc.conn, rc.caller, args, rc.embedder, settings=settings, side=rc.reader)
+        await recall_cost.record(rc.conn, rc.caller, result, dump, ctx.metrics)
+        return result
 
     return [Route("query_memory", handle_query_memory)]

@@ -6,6 +6,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from libs.contracts.admin import (
+    AgentCount,
     NoArgs,
     ScopeCount,
     ScopeCreateInput,
@@ -24,7 +25,7 @@ from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
 from libs.store import access, tokens
 from libs.store.schema import read_version_async
-from libs.store.scopes import SCOPE_STATS
+from libs.store.scopes import SCOPE_STATS, SCOPE_WRITERS
 
 MANAGE = "manage tokens or scopes"
 
@@ -90,8 +91,15 @@ async def scope_create(conn: psycopg.AsyncConnection, caller: Caller, args: Scop
 
 
 async def status(conn: psycopg.AsyncConnection, caller: Caller, args: NoArgs) -> StatusResult:
+    """The schema version and, per scope, its facts and which agents wrote them, how many, when last."""
     version = await read_version_async(conn)
     async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(SCOPE_WRITERS)
+        writers: dict[str, list[AgentCount]] = {}
+        for r in await cur.fetchall():
+            writers.setdefault(r.pop("name"), []).append(AgentCount(**r))
         await cur.execute(SCOPE_STATS)
-        counts = [ScopeCount(scope=r.pop("name"), **r) for r in await cur.fetchall()]
+        counts = [ScopeCount(scope=r["name"], facts=r["facts"], active_facts=r["active_facts"],
+                             last_write=r["last_write"], writers=writers.get(r["name"], []))
+                  for r in await cur.fetchall()]
     return StatusResult(schema_version=version, scopes=counts)

@@ -6,6 +6,12 @@ relay also runs on a timer as the service's background task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from libs.contracts.bus import Caller
+from libs.contracts.errors import EchoError
 from libs.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
 from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from libs.service.context import RequestContext, ServiceContext
@@ -24,7 +30,7 @@ def routes(ctx: ServiceContext) -> list[Route]:
     ctx.model()  # the writes service embeds facts: refuse to start without the model
     changed = relay.kick
     return [
-        Route("write_episode", handle_write_episode, changed),
+        Route("write_episode", handle_write_episode, changed, observe=write_counter(ctx)),
         Route("record_recall_save", on_connection(recall.record_recall_save), changed),
         Route("register_documents", on_connection(documents.register_documents), changed),
         Route("pending_documents", on_connection(documents.pending_documents)),
@@ -37,6 +43,39 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("status", on_connection(admin.status)),
         Route("import_episodes", handle_import_episodes),
     ]
+
+
+def write_counter(ctx: ServiceContext) -> Callable[[Caller, BaseModel | None, EchoError | None], None]:
+    """Count each answered write_episode by outcome and reason, and the facts it stored by agent."""
+    metrics = ctx.metrics
+    for outcome, reason in WRITE_OUTCOMES:
+        metrics.writes.labels(outcome, reason)
+
+    def observe(caller: Caller, result: BaseModel | None, error: EchoError | None) -> None:
+        if error is not None:
+            metrics.writes.labels("refused", error.code).inc()
+            return
+        assert isinstance(result, WriteEpisodeResult)
+        outcome, reason = write_outcome(result)
+        metrics.writes.labels(outcome, reason).inc()
+        if result.edges_created:
+            metrics.facts_written.labels(caller.agent_id).inc(len(result.edges_created))
+
+    return observe
+
+
+# Every (outcome, reason) of an answered write; a refusal's reason is its error code.
+WRITE_OUTCOMES = (("stored", "none"), ("partial", "deferred_mention"), ("deferred", "near_match"),
+                  ("unchanged", "restated"), ("no_facts", "no_facts"))
+_REASON = dict(WRITE_OUTCOMES)
+
+
+def write_outcome(result: WriteEpisodeResult) -> tuple[str, str]:
+    """(outcome, reason) of a write that was answered: why nothing, or not everything, was stored."""
+    if result.stored:
+        return ("partial", "deferred_mention") if result.partial else ("stored", "none")
+    outcome = result.not_stored or "unchanged"
+    return outcome, _REASON.get(outcome, outcome)
 
 
 async def handle_write_episode(rc: RequestContext, args: WriteEpisodeInput) -> WriteEpisodeResult:

@@ -2,7 +2,8 @@
 
 The caller (app.py) owns the one transaction. Any `EchoError` raised here rolls everything back
 and becomes a `refused` result. The order of work is chosen so that an outcome which stores
-nothing (deferred, unchanged, no_facts) inserts nothing at all:
+nothing (deferred, unchanged, no_facts) inserts no memory row at all (a deferral is noted in the
+bookkeeping table deferred_mentions, for `health`):
 
     check shape and secrets → scope → embed (outside the lock) → scope write lock →
     resolve mentions (read only) → classify facts (restated / to write / deferred) →
@@ -171,6 +172,8 @@ async def _store(
         await entities.plan(conn, scope, choices, by_key, referenced, vectors)
     with steps.step("active_edges"):
         planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
+    with steps.step("deferral_bookkeeping"):
+        await _track_deferrals(conn, caller, scope, args, deferred)
 
     if not planned:
         outcome: NotStored = "deferred" if deferred else "unchanged"
@@ -202,6 +205,24 @@ async def _store(
         deferred=deferred,
         scope=scope.name,
     )
+
+
+async def _track_deferrals(
+    conn: psycopg.AsyncConnection, caller: Caller, scope: Scope, args: WriteEpisodeInput,
+    deferred: list[DeferredMention],
+) -> None:
+    """Record the answers this call gives to earlier deferrals, then the mentions it defers now."""
+    if args.entity_resolutions:
+        await conn.execute(q.RESOLVE_DEFERRALS, {
+            "scope_id": scope.id, "agent_id": caller.agent_id,
+            "mentions": [r.mention for r in args.entity_resolutions],
+            "entity_ids": [r.entity_id for r in args.entity_resolutions],
+        })
+    for d in deferred:
+        await conn.execute(q.RECORD_DEFERRAL, {
+            "scope_id": scope.id, "agent_id": caller.agent_id, "mention": d.mention,
+            "candidates": Jsonb([c.model_dump(mode="json") for c in d.candidates]),
+        })
 
 
 async def _classify(

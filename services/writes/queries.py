@@ -39,6 +39,21 @@ INSERT INTO audit_log (scope_id, kind, agent_id, session_id, tool, fact_id, enti
 VALUES (%(scope_id)s, %(kind)s, %(agent_id)s, %(session_id)s, %(tool)s, %(fact_id)s, %(entity_id)s,
         %(before)s, %(after)s, %(reason)s, %(post_hoc)s)
 """
+# Deferred mentions (migration 0009): the question asked, and the agent's later answer. Bookkeeping
+# for `health` and calibration; the facts waiting on a mention are still never stored here.
+RECORD_DEFERRAL = """
+INSERT INTO deferred_mentions AS d (scope_id, agent_id, mention, candidates)
+VALUES (%(scope_id)s, %(agent_id)s, %(mention)s, %(candidates)s)
+ON CONFLICT (scope_id, agent_id, mention) DO UPDATE
+    SET candidates = EXCLUDED.candidates, times = d.times + 1, last_deferred_at = now(),
+        resolved_at = NULL, resolution = NULL
+"""
+RESOLVE_DEFERRALS = """
+UPDATE deferred_mentions d SET resolved_at = now(), resolution = a.entity_id
+FROM unnest(%(mentions)s::text[], %(entity_ids)s::text[]) AS a(mention, entity_id)
+WHERE d.scope_id = %(scope_id)s AND d.agent_id = %(agent_id)s AND d.mention = a.mention
+  AND d.resolved_at IS NULL
+"""
 INSERT_OUTBOX = "INSERT INTO outbox (kind, payload) VALUES (%s, %s)"
 # The scope lock, then the wall clock read once it is held (not now(), the transaction's start: a
 # writer that queued behind another must not end that writer's edge at a time before it began).

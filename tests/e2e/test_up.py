@@ -120,6 +120,24 @@ def test_status_tells_the_truth_about_every_component(system: Running) -> None:
         assert re.search(rf"^{name}\s+running\s+\d+", result.stdout, re.M), result.stdout
     assert "schema version: 1" in result.stdout or re.search(r"schema version: \d+", result.stdout)
     assert re.search(r"scope shared: 1 active facts", result.stdout), result.stdout
+    assert re.search(r"^  claude-code\s+1 active\s+1 in history, last write ", result.stdout, re.M), result.stdout
+
+
+def test_one_scrape_url_serves_every_service_and_health_reads_the_store(system: Running) -> None:
+    # Every service is a process of its own here: their metrics reach the edge's /metrics over the bus.
+    import httpx2
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx2.get(system.url.rsplit("/mcp", 1)[0] + "/metrics", timeout=30).text
+    up = {s.labels["service"]: s.value for f in text_string_to_metric_families(text) for s in f.samples
+          if s.name == "echo_metrics_service_up"}
+    assert up == dict.fromkeys(("writes", "retrieval", "causal", "audit", "reindex", "consolidation"), 1.0)
+    assert re.search(r'^echo_verb_duration_seconds_count\{.*service="writes".*verb="write_episode".*\} [1-9]', text, re.M)
+    result = cli(system.home, "health", "--json")
+    assert result.returncode == 0, result.stderr
+    health = json.loads(result.stdout)
+    assert health["figures"]["facts"] == 1 and [w["agent_id"] for w in health["figures"]["writers"]] == ["claude-code"]
+    assert health["score"] == round(sum(c["points"] for c in health["checks"]))
 
 
 def test_services_and_edge_run_on_uvloop(system: Running) -> None:

@@ -6,6 +6,7 @@ import contextlib
 
 import httpx2
 from edge_support import extra_edge, mcp_client
+from prometheus_client.parser import text_string_to_metric_families
 
 from libs.config import Settings
 from libs.config.edge import EdgeSettings
@@ -40,8 +41,9 @@ async def test_a_token_past_its_rate_gets_rate_limited_with_retry_after_and_othe
     assert 5 < error["retry_after"] <= 10.5  # one call per 10 s at 6 a minute
     assert "rate_limited" in results[3].content[0].text
     assert not unaffected.is_error
-    assert 'echo_edge_tool_calls_total{tool="query_memory",outcome="rate_limited"} 1' in metrics
-    assert 'echo_edge_tool_calls_total{tool="query_memory",outcome="ok"} 4' in metrics
+    calls = {(s.labels["tool"], s.labels["outcome"]): s.value for f in text_string_to_metric_families(metrics)
+             for s in f.samples if s.name == "echo_edge_tool_calls_total"}
+    assert calls[("query_memory", "rate_limited")] == 1 and calls[("query_memory", "ok")] == 4
 
 
 async def test_a_rate_limited_write_answers_with_the_write_shape(stack: EchoStack) -> None:

@@ -24,6 +24,7 @@ ADMIN_VERBS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("writes", "scope_create", {"name": "team-z"}),
     ("audit", "export", {}),
     ("audit", "import_stage", {"import_id": IMPORT_ID, "first_line": 0, "lines": [{"type": "header"}]}),
+    ("audit", "health", {}),
 )
 NOT_ADMINS = (
     Caller(org="", agent_id="ci-bot", read_scopes=["*"], write_scopes=["*"]),

@@ -77,11 +77,22 @@ def test_a_bad_madial_query_mode_is_refused_before_connecting(tmp_path: Path, ca
     assert "--query-mode must be one of context, last-user, recent-first" in capsys.readouterr().err
 
 
-def test_no_running_system_is_one_line_not_a_traceback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--sweep"], "--sweep draws the --context curve"),
+        (["--context", "--sweep", "--sweep-sizes", "10,ten"], "--sweep-sizes takes positive integers"),
+        (["--context", "--sweep", "--sweep-sizes", "0"], "--sweep-sizes takes positive integers"),
+    ],
+)
+def test_bad_sweep_flags_are_refused_before_anything_starts(
+    argv: list[str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # eval runs in a throw-away system of its own (tests/bench/test_eval_leaves_no_trace.py); a
+    # refusal comes before that system starts.
     (tmp_path / "agent-facts.json").write_text('{"facts": [{"id": "f1", "text": "We use Postgres."}], "queries": []}')
     monkeypatch.setenv("ECHO_MEMORY_HOME", str(tmp_path / "home"))
-    assert main(["eval", "--dataset", str(tmp_path)]) == 1
+    assert main(["eval", "--dataset", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is not running" in err and "echo-memory up" in err
+    assert err.count("\n") == 1 and said in err
+    assert not (tmp_path / "home").exists()

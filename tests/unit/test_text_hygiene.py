@@ -55,6 +55,7 @@ VALID: dict[str, dict[str, Any]] = {
     "ImportInput": {"import_id": "i-1", "scope": "restored"},
     "ReindexInput": {"scope": "shared", "step": "embeddings", "after": "c-1"},
     "LexicalStatusInput": {"scope": "shared"},
+    "HealthInput": {"scope": "shared"},
 }
 
 

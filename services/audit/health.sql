@@ -1,0 +1,77 @@
+-- The statements of `health`, one per `-- name:` block (loaded by services/audit/health_queries.py).
+-- Every statement reads the store's own tables and filters by the scopes asked about:
+-- %(scope_ids)s (uuid[]) and, for `reads` (which carry stored scope names), %(stored_names)s.
+-- %(admin)s is the admin identity's agent id; %(since)s the start of the read window.
+
+-- name: facts
+SELECT count(*) AS facts,
+       count(*) FILTER (WHERE f.t_invalid IS NULL) AS active_facts,
+       count(*) FILTER (WHERE f.agent_id = %(admin)s) AS bulk_facts,
+       max(f.written_at) FILTER (WHERE f.agent_id <> %(admin)s) AS last_real_write,
+       max(f.written_at) AS last_write,
+       coalesce(sum(f.token_count) FILTER (WHERE f.t_invalid IS NULL), 0)::bigint AS full_dump_tokens
+FROM facts f
+WHERE f.scope_id = ANY(%(scope_ids)s)
+
+-- name: imported_episodes
+SELECT count(*) AS imported_episodes
+FROM episodes e
+WHERE e.scope_id = ANY(%(scope_ids)s) AND e.kind <> 'write'
+
+-- name: writers
+SELECT f.agent_id, count(*) AS facts, max(f.written_at) AS last_write
+FROM facts f
+WHERE f.scope_id = ANY(%(scope_ids)s)
+GROUP BY f.agent_id
+ORDER BY max(f.written_at) DESC, f.agent_id
+
+-- name: live_tokens
+SELECT t.agent_id, t.write_scopes
+FROM tokens t
+WHERE t.revoked_at IS NULL
+ORDER BY t.agent_id
+
+-- name: reads
+SELECT count(*) AS reads,
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM read_results rr WHERE rr.read_id = r.id)) AS reads_with_results,
+       avg(r.tokens)::float8 AS recall_tokens_mean
+FROM reads r
+WHERE r.scopes && %(stored_names)s::text[] AND r.agent_id <> %(admin)s AND r.created_at >= %(since)s
+
+-- name: saves
+SELECT count(*) AS saves
+FROM recall_saves rs JOIN facts f ON f.id = rs.fact_id
+WHERE f.scope_id = ANY(%(scope_ids)s) AND rs.agent_id <> %(admin)s AND rs.created_at >= %(since)s
+
+-- name: deferred_waiting
+SELECT count(*) AS deferred_waiting
+FROM deferred_mentions d
+WHERE d.scope_id = ANY(%(scope_ids)s) AND d.resolved_at IS NULL
+
+-- name: lexical
+-- Rows each corpus holds against what its statistics count (the triggers of migration 0003 count
+-- every inserted row; a rebuild by `echo-memory reindex` recounts them).
+SELECT s.id AS scope_id, c.corpus,
+       CASE c.corpus
+           WHEN 'facts' THEN (SELECT count(*) FROM facts f WHERE f.scope_id = s.id)
+           ELSE (SELECT count(*) FROM episodes e WHERE e.scope_id = s.id AND e.kind <> 'write')
+       END AS rows,
+       ls.doc_count AS stats_rows, ls.format_version
+FROM scopes s
+CROSS JOIN (VALUES ('facts'), ('episodes')) AS c(corpus)
+LEFT JOIN lexical_stats ls ON ls.scope_id = s.id AND ls.corpus = c.corpus
+WHERE s.id = ANY(%(scope_ids)s)
+ORDER BY s.name, c.corpus
+
+-- name: embedding_models
+SELECT se.scope_id, se.model
+FROM scope_embeddings se
+WHERE se.scope_id = ANY(%(scope_ids)s)
+
+-- name: calibration
+-- Whatever calibration recorded in the audit log, newest first; no row: it never ran.
+SELECT a.kind, a.reason, a.created_at
+FROM audit_log a
+WHERE a.kind LIKE 'calibrat%%'
+ORDER BY a.created_at DESC, a.id DESC
+LIMIT 1
