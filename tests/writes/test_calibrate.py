@@ -1,0 +1,68 @@
+"""calibrate through the real stack: the store's decisions become labelled pairs, figures are recorded,
+thresholds change only when asked, and writes follow the applied thresholds."""
+
+from __future__ import annotations
+
+import pytest
+
+from libs.contracts.errors import EchoError
+from libs.testing import EchoStack
+from tests.writes.conftest import Bus, call, episode, fact, sql
+
+
+async def _decisions(stack: EchoStack) -> None:
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        await call(client, "write_episode", episode(
+            [{"name": "Kubernetes", "type": "platform", "aliases": ["kube"]}, ("Grafana", "tool"), ("API", "service")],
+            [fact("API", "Kubernetes", "runs on", "The API runs on Kubernetes."),
+             fact("API", "Grafana", "is watched in", "The API is watched in Grafana.")]))
+        confirm = episode([("Kuberentes", "platform"), ("Worker", "service")],
+                          [fact("Worker", "Kuberentes", "runs on", "The worker runs on Kuberentes.")], session_id="s-2")
+        _, deferred = await call(client, "write_episode", confirm)
+        kubernetes = deferred["deferred"][0]["candidates"][0]["entity_id"]
+        await call(client, "write_episode", {
+            **confirm, "entity_resolutions": [{"mention": "Kuberentes", "entity_id": kubernetes}]})
+        other = episode([("Grafanna", "tool"), ("Worker", "service")],
+                        [fact("Worker", "Grafanna", "is watched in", "The worker is watched in Grafanna.")], session_id="s-3")
+        await call(client, "write_episode", other)
+        await call(client, "write_episode", {**other, "entity_resolutions": [{"mention": "Grafanna", "entity_id": "new"}]})
+
+
+async def test_calibrate_reports_store_and_shipped_figures_and_records_a_row_without_applying(stack: EchoStack) -> None:
+    await _decisions(stack)
+    result = await stack.admin_call("writes", "calibrate", {"rounds": 200})
+    assert result["store_sources"] == {"confirmed_merges": 1, "new_answers": 1, "aliases": 1}
+    assert result["store_pairs"] == 3
+    assert result["store"]["variants"] == 2 and result["store"]["lookalikes"] == 1
+    combined = result["combined"]
+    assert combined["pairs"] >= 400 + 3
+    low, high = combined["auc_ci95"]
+    assert 0.5 < low <= combined["auc"] <= high <= 1.0
+    assert 0.9 < combined["deferral_precision"] <= 1.0
+    assert result["applied"] is False and "CI" in result["message"]
+    rows = await sql(stack.database_url, "SELECT applied, store_pairs, defer_at, merge_at FROM resolution_calibration")
+    assert rows == [(False, 3, result["defer_at"], result["merge_at"])]
+
+
+async def test_apply_records_thresholds_that_writes_then_follow(stack: EchoStack) -> None:
+    await _decisions(stack)
+    applied = await stack.admin_call("writes", "calibrate", {"rounds": 200, "apply": True})
+    assert applied["applied"] is True
+    [(defer_at, merge_at, was_applied)] = await sql(
+        stack.database_url, "SELECT defer_at, merge_at, applied FROM resolution_calibration")
+    assert (defer_at, merge_at, was_applied) == (applied["proposed_defer_at"], applied["proposed_merge_at"], True)
+    # A later applied row governs the next write: with deferral at 0.99 a typo-like name is new.
+    await sql(stack.database_url, "INSERT INTO resolution_calibration (computed_by, store_pairs, labelled_pairs, auc, "
+                                  "auc_low, auc_high, deferral_precision, deferral_recall, defer_at, merge_at, applied) "
+                                  "VALUES ('test', 0, 0, 0.9, 0.8, 0.95, 0.9, 0.9, 0.99, 0.99, true)")
+    async with stack.client(stack.issue_token("cursor")) as client:
+        _, result = await call(client, "write_episode", episode(
+            [("Grafanaa", "tool"), ("Cron", "job")], [fact("Cron", "Grafanaa", "reports to", "Cron reports to Grafanaa.")]))
+    assert result["stored"] is True and result["deferred"] == []
+
+
+async def test_only_the_admin_may_calibrate(stack: EchoStack, bus: Bus) -> None:
+    with pytest.raises(EchoError) as refused:
+        await bus.verb("calibrate", {"rounds": 200}, agent="claude-code")
+    assert refused.value.code == "scope_denied"
+    assert await sql(stack.database_url, "SELECT count(*) FROM resolution_calibration") == [(0,)]
