@@ -1,8 +1,8 @@
-"""`python lab/causal_chains.py [--answer] [--json]`: the causal dev set through write_episode and trace_cause.
+"""`python lab/causal_chains.py [--answer]`: the causal dev set through write_episode and trace_cause.
 
-33 chains of 2–4 cause → effect links (78 links; 98 episodes with the distractors). Each link is written in its own episode by one of four
-agents (in turn), in three projects, alternately as `led_to` from the cause and `caused_by` from
-the effect; later links often name an entity the way another agent would (another case, a
+33 chains of 2–4 cause → effect links (78 links; 98 episodes with the distractors). Each link
+is written in its own episode by one of four agents (in turn), in three projects, alternately
+as `led_to` from the cause and `caused_by` from the effect; later links often name an entity the way another agent would (another case, a
 hyphen, a declared alias, an abbreviation). Beside them, look-alike distractors (a version, a
 number or one word swapped: "Payments API v7", "Postgres 16 upgrade", "transaction cache
 eviction") with causal links of their own, some declared in one episode with the real name.
@@ -63,7 +63,8 @@ CHAINS: list[ChainSpec] = [
               distractor=("Config pull", "Cache warmup", "Config push", False)),
     ChainSpec(["Memory leak in worker", "Worker restarts", "Duplicate emails"],
               distractor=("Connection leak in worker", "Pool exhaustion", "Memory leak in worker", True)),
-    ChainSpec(["Pricing experiment", "Feature flag rollout", "Canary errors", "Rollback"], {"Feature flag rollout": "flag rollout"},
+    ChainSpec(["Pricing experiment", "Feature flag rollout", "Canary errors", "Rollback"],
+              {"Feature flag rollout": "flag rollout"},
               {"Feature flag rollout": ["flag rollout"]}),
     ChainSpec(["DNS misconfiguration", "Service discovery failures", "Checkout timeouts", "Abandoned carts"],
               {"Checkout timeouts": "checkout timeouts"},
@@ -83,7 +84,8 @@ CHAINS: list[ChainSpec] = [
     ChainSpec(["Load balancer misroute", "Staging traffic leak", "Test orders in production"]),
     ChainSpec(["Token expiry change", "Mobile refresh loop", "Battery complaints"],
               distractor=("Token expiry alert", "Pager fatigue", "Token expiry change", False)),
-    ChainSpec(["Manual console change", "Terraform drift", "Security group opened", "Audit finding"], {"Terraform drift": "terraform drift"}),
+    ChainSpec(["Manual console change", "Terraform drift", "Security group opened", "Audit finding"],
+              {"Terraform drift": "terraform drift"}),
     ChainSpec(["Clock skew on us-east-1", "JWT validation errors", "API 401 spike"],
               distractor=("Clock skew on us-east-2", "Cron overlap", "Clock skew on us-east-1", True)),
     ChainSpec(["Batch size increase", "OOM kills", "Missed SLA"], {"OOM kills": "OOM-kills"}),

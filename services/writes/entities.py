@@ -14,7 +14,8 @@ Rules, applied inside the scope and under the scope's write lock:
 4. otherwise the mention is a new entity.
 An entity another mention of the same call names or resolves to is never a candidate: two
 entities declared in one call are never resolved into each other. Mentions of one call that
-share a name or alias, or resolve to the same stored entity, are one entity. Planning (`plan`) reads only; `materialise` creates entities and learns aliases, and is
+share a name or alias, or resolve to the same stored entity, are one entity. Planning (`plan`)
+reads only; `materialise` creates entities and learns aliases, and is
 called only for entities that are endpoints of an edge the call actually writes.
 
 Owned here: the SQL on `entities` and `entity_aliases`. Not here: facts, audit rows (episode.py).

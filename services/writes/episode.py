@@ -32,7 +32,15 @@ from psycopg.types.json import Jsonb
 
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
-from libs.contracts.write import AliasedMention, DeferredMention, EdgeRef, FactIn, NotStored, WriteEpisodeInput, WriteEpisodeResult
+from libs.contracts.write import (
+    AliasedMention,
+    DeferredMention,
+    EdgeRef,
+    FactIn,
+    NotStored,
+    WriteEpisodeInput,
+    WriteEpisodeResult,
+)
 from libs.embed import MiniLM, count_tokens, settle
 from libs.secrets import find_secret
 from libs.store.access import Scope, resolve_scope

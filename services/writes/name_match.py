@@ -272,10 +272,9 @@ def _whole_name_rule(a: str, b: str, wa: list[str], wb: list[str], kind: str) ->
             return "acronym"
         if 2 <= len(short) <= 6 and len(wb) == 1 and len(b) > len(short) + 2 and short == _camel_initials(b):
             return "acronym"
-        if len(wb) >= 2 and kind != "person":
-            # PS5 / PlayStation 5: the letters are the initials of the long name's camel-case parts.
-            if short == _camel_initials(b) and len(short) >= 2:
-                return "acronym"
+        # PS5 / PlayStation 5: the letters are the initials of the long name's camel-case parts.
+        if len(wb) >= 2 and kind != "person" and short == _camel_initials(b) and len(short) >= 2:
+            return "acronym"
     return None
 
 

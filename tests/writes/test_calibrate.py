@@ -3,6 +3,12 @@ thresholds change only when asked, and writes follow the applied thresholds."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
 import pytest
 
 from libs.contracts.errors import EchoError
@@ -66,3 +72,26 @@ async def test_only_the_admin_may_calibrate(stack: EchoStack, bus: Bus) -> None:
         await bus.verb("calibrate", {"rounds": 200}, agent="claude-code")
     assert refused.value.code == "scope_denied"
     assert await sql(stack.database_url, "SELECT count(*) FROM resolution_calibration") == [(0,)]
+
+
+async def test_the_calibrate_command_prints_the_figures_and_json(stack: EchoStack) -> None:
+    await _decisions(stack)
+    env = {**os.environ, "ECHO_MEMORY_NATS_URL": stack.nats_url, "ECHO_MEMORY_ORG": stack.org}
+    cli = [sys.executable, "-m", "libs.cli", "calibrate", "--rounds", "200"]
+    proc = await asyncio.create_subprocess_exec(*cli, env=env, cwd=Path(__file__).parents[2],
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    text = out.decode()
+    assert "Resolution AUC" in text and "95% CI" in text and "store + shipped set" in text
+    assert "store decisions: 3 pairs (1 confirmed merges, 1 new answers, 1 aliases)" in text
+    proc = await asyncio.create_subprocess_exec(*cli, "--json", env=env, cwd=Path(__file__).parents[2],
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out)["applied"] is False
+    bad = await asyncio.create_subprocess_exec(*cli[:-2], "--rounds", "5", env=env, stdout=asyncio.subprocess.PIPE,
+                                               stderr=asyncio.subprocess.PIPE)
+    _, err = await bad.communicate()
+    assert bad.returncode == 1 and "invalid_argument" in err.decode()
+    assert await sql(stack.database_url, "SELECT count(*) FROM resolution_calibration") == [(2,)]
