@@ -2,8 +2,8 @@
 
 33 chains of 2–4 cause → effect links (78 links; 98 episodes with the distractors). Each link
 is written in its own episode by one of four agents (in turn), in three projects, alternately
-as `led_to` from the cause and `caused_by` from the effect; later links often name an entity the way another agent would (another case, a
-hyphen, a declared alias, an abbreviation). Beside them, look-alike distractors (a version, a
+as `led_to` from the cause and `caused_by` from the effect; later links often name an entity
+the way another agent would (another case, a hyphen, a declared alias, an abbreviation). Beside them, look-alike distractors (a version, a
 number or one word swapped: "Payments API v7", "Postgres 16 upgrade", "transaction cache
 eviction") with causal links of their own, some declared in one episode with the real name.
 
