@@ -3,14 +3,15 @@
 33 chains of 2–4 cause → effect links (78 links; 98 episodes with the distractors). Each link
 is written in its own episode by one of four agents (in turn), in three projects, alternately
 as `led_to` from the cause and `caused_by` from the effect; later links often name an entity
-the way another agent would (another case, a hyphen, a declared alias, an abbreviation). Beside them, look-alike distractors (a version, a
-number or one word swapped: "Payments API v7", "Postgres 16 upgrade", "transaction cache
-eviction") with causal links of their own, some declared in one episode with the real name.
+the way another agent would (another case, a hyphen, a declared alias, an abbreviation).
+Beside them, look-alike distractors (a version, a number or one word swapped: "Payments API
+v7", "Postgres 16 upgrade", "transaction cache eviction") with causal links of their own, some
+declared in one episode with the real name.
 
 A chain is exact when `trace_cause` on its last effect returns exactly one chain, with exactly
 its entities in order. Without `--answer` every episode is sent once, as a client that ignores
 deferrals would; with `--answer` the writer answers each deferral as the agent would (the
-candidate that is the entity it meant, else "new") and sends the waiting facts again.
+candidate that is the entity it meant, else "new") and sends the episode again.
 
 The file imports only the product (libs.*), so the same set can run against another checkout:
 `PYTHONPATH=/path/to/checkout python lab/causal_chains.py`.
