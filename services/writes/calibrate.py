@@ -10,8 +10,9 @@ Labelled pairs come from two places:
 
 Each pair is scored by the resolver's own rules (name_match.judge) with the model's cosine. The
 run is recorded in `resolution_calibration` (migration 0008), where `health` reads the newest row.
-With `apply`, and only when the 95% interval of the combined AUC lies above 0.5, the proposed
-thresholds are recorded as applied and govern writes from then on. The proposed deferral
+With `apply`, and only when the 95% interval of the combined AUC lies above 0.5 (and, once the
+store has 30 pairs of its own of both kinds, its own interval too), the proposed thresholds are
+recorded as applied and govern writes from then on. The proposed deferral
 threshold catches the most variants while deferring at most 2% of look-alikes; the merge
 threshold is only ever raised (above the best-scoring look-alike), never lowered: a wrong merge
 costs more than a round trip.
@@ -35,6 +36,9 @@ from services.writes import entities, name_match
 from services.writes import resolution_eval as ev
 
 LOOKALIKE_BUDGET = 0.02  # share of look-alikes a deferral threshold may catch
+# From this many pairs of its own (both kinds present), a store's interval must exclude chance too:
+# the shipped set must not outvote a store whose own decisions disagree with the score.
+OWN_EVIDENCE = 30
 GRID = [round(t, 2) for t in np.arange(0.30, 0.96, 0.01)]
 
 CONFIRMED = """
@@ -109,7 +113,8 @@ async def calibrate(
     defer_at = _proposed_defer_at(scored, current.defer_at)
     top_lookalike = max((s.score for s in scored if not s.same), default=0.0)
     merge_at = max(current.merge_at, min(1.0, round(top_lookalike + 0.01, 2)), defer_at)
-    sound = combined.auc_ci95[0] > 0.5
+    own_counts = bool(store is not None and store.pairs >= OWN_EVIDENCE and store.variants and store.lookalikes)
+    sound = combined.auc_ci95[0] > 0.5 and (not own_counts or (store is not None and store.auc_ci95[0] > 0.5))
     applied = args.apply and sound
     changed = (defer_at, merge_at) != (current.defer_at, current.merge_at)
     details: dict[str, Any] = {
@@ -169,7 +174,8 @@ def _message(
     head = (f"Resolution AUC {combined.auc:.3f} (95% CI {low:.3f}–{high:.3f}) on {combined.pairs} pairs, "
             f"deferral precision {combined.deferral_precision:.3f}.")
     if not sound:
-        return head + " The interval includes chance: resolution is not trustworthy here and no threshold was changed."
+        return head + (" The interval (or the store's own) includes chance: resolution is not trustworthy here "
+                       "and no threshold was changed.")
     if applied:
         return head + f" Applied: defer at {defer_at}, merge at {merge_at}, for writes from {at.isoformat()}."
     hint = " Run with --apply to use them." if changed else ""

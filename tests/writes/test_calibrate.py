@@ -95,3 +95,18 @@ async def test_the_calibrate_command_prints_the_figures_and_json(stack: EchoStac
     _, err = await bad.communicate()
     assert bad.returncode == 1 and "invalid_argument" in err.decode()
     assert await sql(stack.database_url, "SELECT count(*) FROM resolution_calibration") == [(2,)]
+
+
+async def test_a_store_whose_own_decisions_contradict_the_score_is_not_applied(stack: EchoStack) -> None:
+    await _decisions(stack)
+    # Agents declared version-different names as aliases: 30 "same" pairs the score calls distinct.
+    async with stack.client(stack.issue_token("codex")) as client:
+        await call(client, "write_episode", episode(
+            [{"name": "Postgres 15", "type": "database", "aliases": [f"Postgres {n}" for n in range(16, 31)]},
+             {"name": "Node 18", "type": "runtime", "aliases": [f"Node {n}" for n in range(19, 34)]}],
+            [fact("Node 18", "Postgres 15", "talks to", "Node 18 services talk to Postgres 15.")]))
+    result = await stack.admin_call("writes", "calibrate", {"rounds": 200, "apply": True})
+    assert result["store_pairs"] >= 33 and result["store"]["auc"] < 0.5 and result["store"]["auc_ci95"][0] < 0.5
+    assert result["combined"]["auc_ci95"][0] > 0.5  # the shipped set alone would have let it through
+    assert result["applied"] is False and "includes chance" in result["message"]
+    assert await sql(stack.database_url, "SELECT applied FROM resolution_calibration") == [(False,)]
