@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.health_commands",
     "libs.cli.client_commands",
     "libs.cli.docs_commands",
+    "libs.cli.calibrate_commands",
 )
 
 USAGE_ERROR = 2

@@ -20,7 +20,7 @@ AUDIT_KINDS = (
     "fact_created",  # after: the edge and claim
     "fact_superseded",  # before: the ended claim (with its fact_id); after: the new one
     "entity_created",
-    "entity_resolved",  # after.how: exact | alias | agent-confirmed
+    "entity_resolved",  # after.how: exact | alias | variant (after.rule, after.score) | agent-confirmed
     "recall_saved",
     "document_registered",
     "document_ingested",
@@ -106,7 +106,7 @@ class EntityTrail(BaseModel):
     created_by: str
     created_at: datetime
     resolutions: list[AuditEntry] = Field(
-        default_factory=list, description="entity_created / entity_resolved rows (how: exact, alias, agent-confirmed)"
+        default_factory=list, description="entity_created / entity_resolved rows (how: exact, alias, variant, agent-confirmed)"
     )
 
 

@@ -52,8 +52,8 @@ class EmbeddingState(BaseModel):
 class CalibrationState(BaseModel):
     ran: bool = Field(description="false: calibration has never run on this store")
     last_run: datetime | None = None
-    kind: str | None = Field(None, description="the audit row kind that recorded it")
-    reason: str | None = Field(None, description="what that run recorded, as written")
+    kind: str | None = Field(None, description="'applied' (it changed the thresholds) or 'reported'")
+    reason: str | None = Field(None, description="what that run measured: AUC with its 95% interval and pair counts")
 
 
 class HealthFigures(BaseModel):

@@ -55,14 +55,33 @@ class EdgeRef(BaseModel):
 
 
 class Candidate(BaseModel):
+    """A stored entity the mention may name."""
+
     entity_id: str
     name: str
-    similarity: float
+    similarity: float = Field(description="cosine between the mention's and the entity's name vectors")
+    score: float = Field(0.0, description="resolution score in [0, 1]: the rule's prior moved a little by the cosine")
+    rule: str = Field("unexplained", description="why it is a candidate: typo, acronym, abbreviation, nickname, …")
+    matched_name: str | None = Field(None, description="the stored name or alias the mention was compared with")
 
 
 class DeferredMention(BaseModel):
+    """A mention that may name a stored entity: nothing touching it was stored; answer and send again."""
+
     mention: str
     candidates: list[Candidate]
+    waiting_facts: list[int] = Field(default_factory=list, description="1-based positions of the facts that wait")
+    answer: str = Field("", description="what to send back in the next call")
+
+
+class AliasedMention(BaseModel):
+    """A mention recognised as another spelling of a stored entity and recorded as its alias."""
+
+    mention: str
+    entity_id: str
+    entity: str = Field(description="the stored entity's name")
+    rule: str = Field(description="same_form: case, punctuation, spacing, diacritics, plural or article only")
+    score: float
 
 
 NotStored = Literal["refused", "deferred", "unchanged", "no_facts"]
@@ -77,6 +96,7 @@ class WriteEpisodeResult(BaseModel):
     edges_created: list[EdgeRef] = Field(default_factory=list)
     restated: list[EdgeRef] = Field(default_factory=list)
     deferred: list[DeferredMention] = Field(default_factory=list)
+    aliased: list[AliasedMention] = Field(default_factory=list)
     retryable: bool = False
     error: ErrorInfo | None = None
     scope: str | None = None

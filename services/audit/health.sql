@@ -69,9 +69,12 @@ FROM scope_embeddings se
 WHERE se.scope_id = ANY(%(scope_ids)s)
 
 -- name: calibration
--- Whatever calibration recorded in the audit log, newest first; no row: it never ran.
-SELECT a.kind, a.reason, a.created_at
-FROM audit_log a
-WHERE a.kind LIKE 'calibrat%%'
-ORDER BY a.created_at DESC, a.id DESC
+-- The newest `echo-memory calibrate` run (resolution_calibration); no row: it never ran.
+SELECT CASE WHEN c.applied THEN 'applied' ELSE 'reported' END AS kind,
+       'AUC ' || round(c.auc::numeric, 3) || ' (95%% CI ' || round(c.auc_low::numeric, 3) || '-'
+           || round(c.auc_high::numeric, 3) || ') on ' || c.store_pairs || ' store pairs and '
+           || c.labelled_pairs || ' labelled pairs' AS reason,
+       c.computed_at AS created_at
+FROM resolution_calibration c
+ORDER BY c.computed_at DESC, c.id DESC
 LIMIT 1

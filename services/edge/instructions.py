@@ -21,14 +21,19 @@ names or aliases from entities. Write in the same turn a decision, correction, p
 where a secret lives, not what it is.
 
 Names match stored entities exactly (case-insensitive, name or alias), never by substring. A
-changed claim on the same (source, relation, target) ends the old edge and starts a new one.
+name written another way only in case, punctuation, spacing, plural or article becomes the
+stored entity's alias (listed in `aliased`). Names that differ in a number, version or
+qualifier word ("API v7" / "API") are different entities. Entities declared in one call are
+never resolved into each other. A changed claim on the same (source, relation, target) ends the
+old edge and starts a new one.
 
 The answer always has the same keys. stored=true: edges_created lists new edges (supersedes names
 the edge this one ended); partial=true means some facts were stored and the rest wait on a
 deferred mention. stored=false with not_stored:
-- "deferred": a mention is close to an existing entity; `deferred` lists candidates. Nothing that
-  touches it was stored. Call again with entity_resolutions mapping the mention to one candidate's
-  entity_id, or to "new".
+- "deferred": a mention may be an existing entity (a typo, acronym, abbreviation…); each
+  `deferred` entry lists candidates (with the rule), the waiting_facts, and the `answer` to send.
+  Nothing that touches it was stored. Call again with those facts and entity_resolutions mapping
+  the mention to one candidate's entity_id, or to "new".
 - "unchanged": every fact restates the active edge word for word (listed in `restated`); nothing to do.
 - "no_facts": the call carried no facts; nothing was stored.
 - "refused": `error` says why (bad arguments, a secret, unknown or unwritable scope, an entity id

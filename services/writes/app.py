@@ -12,12 +12,13 @@ from pydantic import BaseModel
 
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError
+from libs.contracts.calibration import CalibrateInput, CalibrateResult
 from libs.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
 from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route, on_connection
 from libs.telemetry import steps
-from services.writes import admin, documents, idempotency, recall
+from services.writes import admin, calibrate, documents, idempotency, recall
 from services.writes.batch_import import import_episodes
 from services.writes.episode import write_episode
 from services.writes.relay import OutboxRelay
@@ -42,6 +43,7 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("scope_create", on_connection(admin.scope_create)),
         Route("status", on_connection(admin.status)),
         Route("import_episodes", handle_import_episodes),
+        Route("calibrate", handle_calibrate),
     ]
 
 
@@ -99,3 +101,8 @@ async def handle_write_episode(rc: RequestContext, args: WriteEpisodeInput) -> W
 async def handle_import_episodes(rc: RequestContext, args: ImportEpisodesInput) -> ImportEpisodesResult:
     """Raw turns and documents stored as searchable episodes, embedded in batches."""
     return await import_episodes(rc.conn, rc.caller, args, embedder=rc.embedder)
+
+
+async def handle_calibrate(rc: RequestContext, args: CalibrateInput) -> CalibrateResult:
+    """Resolution AUC, its interval and deferral precision; thresholds recorded only when asked and sound."""
+    return await calibrate.calibrate(rc.conn, rc.caller, args, embedder=rc.embedder)

@@ -5,11 +5,17 @@ Rules, applied inside the scope and under the scope's write lock:
    call is refused with `not_found`) or "new";
 2. otherwise an exact, case-insensitive match on a stored name (how = exact) or alias
    (how = alias) resolves silently — never a substring or prefix match;
-3. otherwise a near match by embedding (cosine >= NEAR_MATCH_THRESHOLD) defers the mention with
-   its candidates: never merged silently;
+3. otherwise stored names and aliases that look like the mention (same words, initials,
+   numeronym, shared word stems, nearest vectors) are judged by name_match.judge: a pair that
+   differs in a number, version or qualifier word scores near 0 whatever its cosine; a score at
+   or above the merge threshold (by default only case/punctuation/plural/article differences)
+   resolves the mention as that entity's alias (how = variant, reported in `aliased`); a score at
+   or above the deferral threshold defers the mention with its candidates;
 4. otherwise the mention is a new entity.
-Mentions of one call that share a name or alias, or resolve to the same stored entity, are one
-entity. Planning (`plan`) reads only; `materialise` creates entities and learns aliases, and is
+An entity another mention of the same call names or resolves to is never a candidate: two
+entities declared in one call are never resolved into each other. Mentions of one call that
+share a name or alias, or resolve to the same stored entity, are one entity. Planning (`plan`)
+reads only; `materialise` creates entities and learns aliases, and is
 called only for entities that are endpoints of an edge the call actually writes.
 
 Owned here: the SQL on `entities` and `entity_aliases`. Not here: facts, audit rows (episode.py).
@@ -17,6 +23,7 @@ Owned here: the SQL on `entities` and `entity_aliases`. Not here: facts, audit r
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Literal
@@ -29,17 +36,19 @@ from libs.contracts.errors import InvalidArgument, NotFound
 from libs.contracts.write import Candidate, EntityIn, WriteEpisodeInput
 from libs.store.access import Scope
 from libs.telemetry import steps
+from services.writes import name_match
 
-# Cosine between entity names at or above which a new mention is deferred instead of created.
-# Calibrated with the real model on 30 same-entity and 30 different-entity name pairs
-# (tests/writes/test_near_match_calibration.py, numbers in docs/tools/write_episode.md): 0.81
-# maximises variants caught minus false deferrals there (25/30 caught, 3/30 false deferrals; 0.82
-# ties at 24/30 and 2/30); a false deferral costs one round trip, a missed variant a duplicate
-# node, so ties go to the lower threshold. Held-out pairs: 10/15 caught, 1/15 false deferrals.
-NEAR_MATCH_THRESHOLD = 0.81
+# Resolution scores (name_match.judge) at or above which a mention is deferred with candidates,
+# or resolved as an alias without asking. Chosen on the dev part of the shipped labelled pairs
+# (resolution_eval.py; figures in docs/BENCHMARKS.md); `echo-memory calibrate --apply` may
+# record others in resolution_calibration, which `thresholds` reads.
+DEFER_AT = 0.6
+MERGE_AT = 0.98
 NEAR_MATCH_CANDIDATES = 3
+NEAREST_VECTORS = 10  # candidates by vector, beside the lexical ones
+LEXICAL_LIMIT = 200
 
-How = Literal["exact", "alias", "agent-confirmed", "new"]
+How = Literal["exact", "alias", "agent-confirmed", "variant", "new"]
 
 FIND_BY_NAME = """
 SELECT id, name, 'exact' AS how FROM entities
@@ -52,11 +61,32 @@ ORDER BY e.created_at, e.id
 LIMIT 1
 """
 ENTITY_IN_SCOPE = "SELECT id, name FROM entities WHERE scope_id = %s AND id = %s"
-NEAREST_ENTITIES = """
-SELECT id, name, 1 - (embedding <=> %(embedding)s) AS similarity FROM entities
-WHERE scope_id = %(scope_id)s AND embedding IS NOT NULL
-ORDER BY embedding <=> %(embedding)s, id
-LIMIT %(limit)s
+# Candidates for one mention: the nearest names by vector, and the names and aliases that share a
+# word stem, match its initials or numeronym, or that it is the initials of. Patterns are built
+# from the mention's letters and digits only, and bound as parameters.
+CANDIDATES = """
+(SELECT id, name, type, name AS matched, 1 - (embedding <=> %(embedding)s) AS similarity FROM entities
+ WHERE scope_id = %(scope_id)s AND embedding IS NOT NULL
+ ORDER BY embedding <=> %(embedding)s, id
+ LIMIT %(nearest)s)
+UNION ALL
+(SELECT id, name, type, name, 1 - (embedding <=> %(embedding)s) FROM entities
+ WHERE scope_id = %(scope_id)s
+   AND (lower(name) LIKE ANY(%(likes)s) OR lower(name) ~ ANY(%(regexes)s) OR lower(name) = ANY(%(exacts)s))
+ ORDER BY embedding <=> %(embedding)s, id
+ LIMIT %(lexical)s)
+UNION ALL
+(SELECT e.id, e.name, e.type, a.alias, 1 - (e.embedding <=> %(embedding)s)
+ FROM entity_aliases a JOIN entities e ON e.id = a.entity_id
+ WHERE a.scope_id = %(scope_id)s AND e.scope_id = %(scope_id)s
+   AND (lower(a.alias) LIKE ANY(%(likes)s) OR lower(a.alias) ~ ANY(%(regexes)s)
+        OR lower(a.alias) = ANY(%(exacts)s))
+ ORDER BY e.embedding <=> %(embedding)s, e.id
+ LIMIT %(lexical)s)
+"""
+# The thresholds `echo-memory calibrate --apply` recorded last, if any (migration 0008).
+APPLIED_THRESHOLDS = """
+SELECT defer_at, merge_at FROM resolution_calibration WHERE applied ORDER BY computed_at DESC, id DESC LIMIT 1
 """
 INSERT_ENTITY = """
 INSERT INTO entities (scope_id, name, type, embedding, created_by)
@@ -91,6 +121,8 @@ class Mention:
     entity_id: str | None = None
     stored_name: str | None = None
     candidates: list[Candidate] = field(default_factory=list)
+    variant: Candidate | None = None  # the stored entity this mention was resolved to as a spelling variant
+    rejected: list[Candidate] = field(default_factory=list)  # candidates the agent answered "new" to
     rationale: str | None = None
     learned: list[str] = field(default_factory=list)
     created: bool = False
@@ -196,6 +228,20 @@ def needs_vector(mention: Mention, choices: Choices) -> bool:
     return choice is None or choice[0].lower() == "new"
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    defer_at: float = DEFER_AT
+    merge_at: float = MERGE_AT
+
+
+async def thresholds(conn: psycopg.AsyncConnection) -> Thresholds:
+    """The applied calibration's thresholds, else the shipped defaults."""
+    row = await _fetch(conn, APPLIED_THRESHOLDS, {})
+    if row is None:
+        return Thresholds()
+    return Thresholds(defer_at=float(row[0]), merge_at=float(row[1]))  # type: ignore[arg-type]
+
+
 async def plan(
     conn: psycopg.AsyncConnection,
     scope: Scope,
@@ -203,12 +249,15 @@ async def plan(
     by_key: dict[str, Mention],
     referenced: set[int],
     vectors: dict[str, np.ndarray],
+    limits: Thresholds | None = None,
 ) -> None:
     """Decide how each Mention resolves; reads only. Raises NotFound/InvalidArgument for bad choices.
 
     `referenced` holds id()s of Mentions some fact uses: only those are matched (an entity no fact
     uses is never stored), but every explicit choice is checked.
     """
+    limits = limits or Thresholds()
+    waiting: list[Mention] = []
     for mention in unique(by_key):
         choice = choices.get(id(mention))
         if choice is not None and choice[0].lower() != "new":
@@ -231,8 +280,20 @@ async def plan(
         if found is not None:
             mention.entity_id, mention.stored_name, mention.how = found
             continue
+        waiting.append(mention)
+    # Only now are all exact resolutions of the call known, so entities the call's other mentions
+    # name can be kept out of every candidate list.
+    taken = {m.entity_id for m in unique(by_key) if m.entity_id is not None}
+    for mention in waiting:
         with steps.step("near_match"):
-            mention.candidates = await _near(conn, scope, vectors[mention.name])
+            judged = await candidates_for(conn, scope, mention, vectors[mention.name], by_key, taken)
+        best = judged[0] if judged else None
+        if best is not None and best.score >= limits.merge_at:
+            mention.entity_id, mention.stored_name, mention.how, mention.variant = (
+                best.entity_id, best.name, "variant", best)
+            taken.add(best.entity_id)
+        else:
+            mention.candidates = [c for c in judged if c.score >= limits.defer_at][:NEAR_MATCH_CANDIDATES]
     _merge_same_entity(by_key)
 
 
@@ -305,14 +366,63 @@ async def _exact(conn: psycopg.AsyncConnection, scope: Scope, mention: Mention) 
     return None
 
 
-async def _near(conn: psycopg.AsyncConnection, scope: Scope, vector: np.ndarray) -> list[Candidate]:
+async def candidates_for(
+    conn: psycopg.AsyncConnection,
+    scope: Scope,
+    mention: Mention,
+    vector: np.ndarray,
+    by_key: dict[str, Mention],
+    taken: set[str],
+) -> list[Candidate]:
+    """Stored entities the mention may name, judged by name_match and best first (one per entity).
+
+    Entities in `taken` (named by another mention of the call) and entities whose name or alias is
+    another mention's name in this call are left out: the call declared them as other entities.
+    """
+    likes, regexes, exacts = _lexical_patterns([mention.name, *mention.aliases])
     rows = await (
         await conn.execute(
-            NEAREST_ENTITIES, {"scope_id": scope.id, "embedding": vector, "limit": NEAR_MATCH_CANDIDATES}
+            CANDIDATES,
+            {"scope_id": scope.id, "embedding": vector, "nearest": NEAREST_VECTORS, "lexical": LEXICAL_LIMIT,
+             "likes": likes, "regexes": regexes, "exacts": exacts},
         )
     ).fetchall()
-    return [
-        Candidate(entity_id=str(r[0]), name=str(r[1]), similarity=round(float(r[2]), 4))
-        for r in rows
-        if float(r[2]) >= NEAR_MATCH_THRESHOLD
-    ]
+    others = {k for k, m in by_key.items() if m is not mention}
+    best: dict[str, Candidate] = {}
+    for entity_id, name, type_, matched, similarity in rows:
+        entity_id = str(entity_id)
+        if entity_id in taken or key(str(name)) in others or key(str(matched)) in others:
+            continue
+        cosine = float(similarity) if similarity is not None else 0.0
+        kind = name_match.kind_of(mention.type, str(type_))
+        for own in [mention.name, *mention.aliases]:
+            judgement = name_match.judge(own, str(matched), cosine, kind=kind)
+            candidate = Candidate(entity_id=entity_id, name=str(name), similarity=round(cosine, 4),
+                                  score=judgement.score, rule=judgement.rule, matched_name=str(matched))
+            if entity_id not in best or candidate.score > best[entity_id].score:
+                best[entity_id] = candidate
+    return sorted(best.values(), key=lambda c: (-c.score, -c.similarity, c.entity_id))
+
+
+def _lexical_patterns(names: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """LIKE patterns (word stems), regexes (initials, numeronyms) and exact names a look-alike may have."""
+    likes: set[str] = set()
+    regexes: set[str] = set()
+    exacts: set[str] = set()
+    for name in names:
+        words = [w for w in name_match.tokens(name) if w.isalnum()]
+        for word in words:
+            if len(word) >= 3 and word.isalpha():
+                likes |= {f"%{word[:3]}%", f"%{word[-3:]}%"}
+            if re.fullmatch(r"[a-z]\d+[a-z]", word):  # k8s: any word of that shape
+                regexes.add(f"(^|[^a-z]){word[0]}[a-z]{{{int(word[1:-1])}}}{word[-1]}([^a-z]|$)")
+        letters = [w for w in words if w.isalpha()]
+        if len(letters) == 1 and 2 <= len(letters[0]) <= 6:  # AWS: words starting with a, w, s
+            regexes.add("^" + r"[^a-z]+".join(f"{c}[a-z]*" for c in letters[0]) + "$")
+            regexes.add("^" + r"[^a-z]*".join(f"{c}[a-z]*" for c in letters[0]) + "$")  # camel: TensorFlow
+        if len(letters) >= 2:
+            exacts.add("".join(w[0] for w in letters if w not in name_match.ARTICLES))
+        for word in letters:
+            if len(word) >= 4:
+                exacts.add(f"{word[0]}{len(word) - 2}{word[-1]}")
+    return sorted(likes), sorted(regexes), sorted(exacts)

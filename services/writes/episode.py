@@ -33,7 +33,15 @@ from psycopg.types.json import Jsonb
 
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
-from libs.contracts.write import DeferredMention, EdgeRef, FactIn, NotStored, WriteEpisodeInput, WriteEpisodeResult
+from libs.contracts.write import (
+    AliasedMention,
+    DeferredMention,
+    EdgeRef,
+    FactIn,
+    NotStored,
+    WriteEpisodeInput,
+    WriteEpisodeResult,
+)
 from libs.embed import MiniLM, count_tokens, settle
 from libs.secrets import find_secret
 from libs.store.access import Scope, resolve_scope
@@ -169,7 +177,8 @@ async def _store(
         now: datetime = (await (await conn.execute(q.LOCK_SCOPE_THEN_NOW, (scope.id,))).fetchone())[0]  # type: ignore[index]
 
     with steps.step("plan_entities"):
-        await entities.plan(conn, scope, choices, by_key, referenced, vectors)
+        limits = await entities.thresholds(conn)
+        await entities.plan(conn, scope, choices, by_key, referenced, vectors, limits)
     with steps.step("active_edges"):
         planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
     with steps.step("deferral_bookkeeping"):
@@ -185,7 +194,14 @@ async def _store(
         with steps.step("wait_name_vectors"):
             vectors.update(zip(new_names[0], await new_names[1], strict=True))
     endpoints = entities.unique({str(id(m)): m for p in planned for m in (p.source, p.target)})
+    taken = {m.entity_id for m in entities.unique(by_key) if m.entity_id is not None}
     for mention in endpoints:
+        if mention.entity_id is None and id(mention) in choices:
+            # An answered deferral: the candidates the agent said "new" to are kept in the audit
+            # row, so calibration can count them as look-alikes.
+            with steps.step("near_match"):
+                judged = await entities.candidates_for(conn, scope, mention, vectors[mention.name], by_key, taken)
+            mention.rejected = [c for c in judged if c.score >= limits.defer_at][: entities.NEAR_MATCH_CANDIDATES]
         with steps.step("insert_entities"):
             await entities.materialise(conn, scope, mention, caller.agent_id, vectors)
         await _audit_entity(conn, caller, args, scope, mention)
@@ -197,12 +213,18 @@ async def _store(
         await _write_fact(conn, caller, args, scope, p, fact_vectors[p.index], episode_id=episode_id, now=now)
         for p in planned
     ]
+    aliased = [
+        AliasedMention(mention=m.name, entity_id=m.variant.entity_id, entity=m.variant.name, rule=m.variant.rule,
+                       score=m.variant.score)
+        for m in endpoints if m.variant is not None
+    ]
     return WriteEpisodeResult(
         stored=True,
         partial=bool(deferred),
         edges_created=created,
         restated=restated,
         deferred=deferred,
+        aliased=aliased,
         scope=scope.name,
     )
 
@@ -236,6 +258,7 @@ async def _classify(
     planned: list[_Planned] = []
     restated: list[EdgeRef] = []
     waiting: dict[int, Mention] = {}
+    waiting_facts: dict[int, list[int]] = {}
     seen: dict[tuple[object, object, str], int] = {}
     for index, fact in enumerate(args.facts, start=1):
         source, target = by_key[key(fact.source)], by_key[key(fact.target)]
@@ -243,6 +266,7 @@ async def _classify(
         if blocked:
             for mention in blocked:
                 waiting.setdefault(id(mention), mention)
+                waiting_facts.setdefault(id(mention), []).append(index)
             continue
         relation = normal_relation(fact.relation)
         # Two facts of one call can land on one edge once mentions resolve (e.g. "Postgres" and
@@ -270,8 +294,23 @@ async def _classify(
                                     relation=active["relation"]))
             continue
         planned.append(_Planned(fact, source, target, relation, active, index - 1))
-    deferred = [DeferredMention(mention=m.name, candidates=m.candidates) for m in waiting.values()]
+    deferred = [
+        DeferredMention(mention=m.name, candidates=m.candidates, waiting_facts=waiting_facts[id(m)],
+                        answer=_answer(m, waiting_facts[id(m)]))
+        for m in waiting.values()
+    ]
     return planned, restated, deferred
+
+
+def _answer(mention: Mention, facts: list[int]) -> str:
+    """What the agent sends back: one entity_resolutions entry for the mention, with the waiting facts."""
+    ids = " or ".join(f'"{c.entity_id}" ({c.name})' for c in mention.candidates)
+    positions = ", ".join(str(i) for i in facts)
+    return (
+        f"'{mention.name}' may be a stored entity: send the call again with the waiting fact(s) {positions} and "
+        f'entity_resolutions: [{{"mention": "{mention.name}", "entity_id": {ids} or "new"}}] — '
+        'an id if the mention names that entity (its name becomes an alias), "new" if it is a different one.'
+    )
 
 
 async def _insert_episode(
@@ -363,17 +402,24 @@ async def _audit_entity(
 ) -> None:
     """entity_created for a new entity; entity_resolved (how = exact | alias | agent-confirmed) otherwise."""
     if m.created:
+        after: dict[str, Any] = {"name": m.name, "type": m.type, "aliases": m.learned}
+        if m.rejected:
+            after["rejected_candidates"] = [c.model_dump() for c in m.rejected]
         await audit(conn, caller, scope, kind="entity_created", session_id=args.session_id, entity_id=m.entity_id,
-                    after={"name": m.name, "type": m.type, "aliases": m.learned},
-                    reason=m.rationale or f"new entity '{m.name}'")
+                    after=after, reason=m.rationale or f"new entity '{m.name}'")
         return
-    reason = m.rationale or (
-        f"the agent confirmed '{m.name}' is '{m.stored_name}'" if m.how == "agent-confirmed"
-        else f"'{m.name}' matched the stored {'name' if m.how == 'exact' else 'alias'} of '{m.stored_name}'"
-    )
+    if m.how == "agent-confirmed":
+        reason = f"the agent confirmed '{m.name}' is '{m.stored_name}'"
+    elif m.how == "variant" and m.variant is not None:
+        reason = (f"'{m.name}' is the same name as '{m.variant.matched_name}' of '{m.stored_name}' written another "
+                  f"way ({m.variant.rule}, score {m.variant.score})")
+    else:
+        reason = f"'{m.name}' matched the stored {'name' if m.how == 'exact' else 'alias'} of '{m.stored_name}'"
+    resolved: dict[str, Any] = {"mention": m.name, "entity": m.stored_name, "how": m.how, "aliases_learned": m.learned}
+    if m.variant is not None:
+        resolved |= {"rule": m.variant.rule, "score": m.variant.score, "matched_name": m.variant.matched_name}
     await audit(conn, caller, scope, kind="entity_resolved", session_id=args.session_id, entity_id=m.entity_id,
-                after={"mention": m.name, "entity": m.stored_name, "how": m.how, "aliases_learned": m.learned},
-                reason=reason)
+                after=resolved, reason=m.rationale or reason)
 
 
 async def audit(

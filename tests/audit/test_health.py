@@ -134,15 +134,19 @@ async def test_stale_statistics_a_foreign_model_and_a_calibration_run_are_report
     await _fill(stack)
     await _sql(stack.database_url, "UPDATE lexical_stats SET doc_count = doc_count + 5 WHERE corpus = 'facts'")
     await _sql(stack.database_url, "UPDATE scope_embeddings SET model = 'some-other-model'")
-    await _sql(stack.database_url, "INSERT INTO audit_log (kind, agent_id, reason) "
-                                   "VALUES ('calibration_run', 'admin', 'AUC 0.91, CI 0.85-0.95')")
+    await _sql(stack.database_url,
+               "INSERT INTO resolution_calibration (computed_by, store_pairs, labelled_pairs, auc, auc_low, auc_high, "
+               "deferral_precision, deferral_recall, defer_at, merge_at) "
+               "VALUES ('admin', 12, 451, 0.91, 0.85, 0.95, 0.9, 0.8, 0.6, 0.9)")
     result = await _health(stack)
     [stale] = result.figures.lexical_stale
     assert (stale.scope, stale.corpus, stale.rows, stale.stats_rows) == ("shared", "facts", 3, 8)
     assert [(e.scope, e.model) for e in result.figures.embedding_mismatch] == [("shared", "some-other-model")]
     index = next(c for c in result.checks if c.name == "index_state")
     assert index.status == "weak" and index.action == "echo-memory reindex --scope shared"
-    assert result.figures.calibration.ran and result.figures.calibration.reason == "AUC 0.91, CI 0.85-0.95"
+    calibration = result.figures.calibration
+    assert calibration.ran and calibration.kind == "reported"
+    assert calibration.reason == "AUC 0.910 (95% CI 0.850-0.950) on 12 store pairs and 451 labelled pairs"
     assert next(c for c in result.checks if c.name == "calibration").status == "strong"
 
 

@@ -22,7 +22,8 @@ TABLES = (
     "entities", "entity_aliases", "episodes", "facts", "audit_log", "outbox", "idempotency",
     "recall_saves", "documents", "document_ingestions",
 )
-RESULT_KEYS = {"stored", "not_stored", "partial", "edges_created", "restated", "deferred", "retryable", "error", "scope"}
+RESULT_KEYS = {"stored", "not_stored", "partial", "edges_created", "restated", "deferred", "aliased", "retryable", "error",
+               "scope"}
 
 
 def fact(source: str, target: str, relation: str, text: str, confidence: str = "extracted", **extra: Any) -> dict[str, Any]:

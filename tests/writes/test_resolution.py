@@ -88,19 +88,24 @@ async def test_agent_confirmation_resolves_learns_the_alias_and_is_audited(stack
 async def test_new_resolution_creates_a_separate_entity_but_never_a_duplicate_name(stack: EchoStack) -> None:
     async with stack.client(stack.issue_token("cursor")) as client:
         await call(client, "write_episode", episode(
-            [("Python 3.11", "runtime"), ("API", "service")],
-            [fact("API", "Python 3.11", "runs on", "The API runs on Python 3.11.")]))
-        newer = episode([("Python 3.12", "runtime"), ("Worker", "service")],
-                        [fact("Worker", "Python 3.12", "runs on", "The worker runs on Python 3.12.")])
+            [("Grafana", "tool"), ("API", "service")],
+            [fact("API", "Grafana", "is watched in", "The API is watched in Grafana.")]))
+        newer = episode([("Grafanna", "tool"), ("Worker", "service")],
+                        [fact("Worker", "Grafanna", "is watched in", "The worker is watched in Grafanna.")])
         _, deferred = await call(client, "write_episode", newer)
         _, created = await call(client, "write_episode", {
-            **newer, "entity_resolutions": [{"mention": "Python 3.12", "entity_id": "new"}]})
+            **newer, "entity_resolutions": [{"mention": "Grafanna", "entity_id": "new"}]})
         is_error, clash = await call(client, "write_episode", {
-            **newer, "entity_resolutions": [{"mention": "python 3.11", "entity_id": "new"}],
-            "entities": [*newer["entities"], {"name": "python 3.11", "type": "runtime"}]})
-    assert deferred["not_stored"] == "deferred"  # 3.11 and 3.12 are close; the agent decides
-    assert created["stored"] is True and created["edges_created"][0]["target"] == "Python 3.12"
+            **newer, "entity_resolutions": [{"mention": "grafana", "entity_id": "new"}],
+            "entities": [*newer["entities"], {"name": "grafana", "type": "tool"}]})
+    assert deferred["not_stored"] == "deferred"  # a typo-like name: the agent decides
+    assert deferred["deferred"][0]["candidates"][0]["rule"] == "typo"
+    assert created["stored"] is True and created["edges_created"][0]["target"] == "Grafanna"
     assert is_error and clash["error"]["code"] == "invalid_argument" and "already has that name" in clash["error"]["message"]
+    # The "new" answer keeps the candidate it rejected, for calibration.
+    [(rejected,)] = await sql(stack.database_url, "SELECT after->'rejected_candidates' FROM audit_log "
+                                                  "WHERE kind = 'entity_created' AND after->>'name' = 'Grafanna'")
+    assert [c["name"] for c in rejected] == ["Grafana"]
 
 
 async def test_an_entity_id_from_another_scope_is_refused(stack: EchoStack) -> None:

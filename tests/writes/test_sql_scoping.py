@@ -20,6 +20,10 @@ EXCEPTIONS = {
     "services.writes.recall.FACT_WITH_SCOPE",
     # Import (an org-wide admin verb) refuses a file whose ids already exist anywhere in the org.
     "services.audit.export_queries.IDS_TAKEN",
+    # calibrate (an org-wide admin verb) grades entity resolution on every scope's decisions.
+    "services.writes.calibrate.CONFIRMED",
+    "services.writes.calibrate.REJECTED",
+    "services.writes.calibrate.ALIASES",
 }
 _SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|WITH|DELETE)\b", re.I)
 
