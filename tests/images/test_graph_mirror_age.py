@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from test_image_smoke import LOCKED_DOWN, PG_IMAGE, Containers, _podman, _wait
+from image_support import LOCKED_DOWN, PG_IMAGE, Containers, wait
 
 from libs.embed import MiniLM
 from libs.store.schema import apply_migrations
@@ -74,10 +74,8 @@ $$) AS (n ag_catalog.agtype)"""
 
 
 @pytest.fixture(scope="module")
-def age_database() -> Iterator[str]:
-    """A migrated Echo Memory database with `age` installed, in the org database image."""
-    if _podman("image", "exists", PG_IMAGE, check=False).returncode != 0:
-        pytest.fail(f"{PG_IMAGE} is not built: run `make images` first")
+def age_database(images: None) -> Iterator[str]:
+    """A migrated Echo Memory database with `age` installed, in the org database image (skipped without podman)."""
     containers = Containers()
     port, password = free_port(), secrets.token_urlsafe(18)
     try:
@@ -86,7 +84,7 @@ def age_database() -> Iterator[str]:
                        '--auth-host=scram-sha-256 --auth-local=trust -E UTF8 --locale=C >/dev/null && rm /tmp/pw '
                        f'&& exec postgres -D /tmp/pg -h 127.0.0.1 -p {port} -k /tmp -c fsync=off')
         admin = f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres"
-        _wait("Postgres", lambda: psycopg.connect(admin, connect_timeout=2).close() is None, containers)
+        wait("Postgres", lambda: psycopg.connect(admin, connect_timeout=2).close() is None, containers)
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute("CREATE DATABASE echo_memory")
         url = f"postgresql://postgres:{password}@127.0.0.1:{port}/echo_memory"

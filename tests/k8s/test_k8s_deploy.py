@@ -63,7 +63,7 @@ def test_service_image_leaves_the_embedded_extra_out() -> None:
     assert "['embedded']" not in text and "[embedded]" not in text
     # The dependency layer copies pyproject.toml alone, so a source change does not reinstall it.
     deps_stage = text.split("FROM deps AS app", 1)[0]
-    assert "COPY pyproject.toml ./" in deps_stage and "COPY libs" not in deps_stage
+    assert "COPY pyproject.toml deploy/images/slim.sh ./" in deps_stage and "COPY libs" not in deps_stage
 
 
 def test_postgres_image_adds_pgvector_and_age() -> None:
