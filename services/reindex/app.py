@@ -1,4 +1,5 @@
-"""The reindex service: rebuilds embeddings and lexical statistics; reports their freshness."""
+"""The reindex service: rebuilds embeddings, lexical statistics and the AGE graph mirror; reports
+their freshness. Its background task keeps the mirror in sync from the fact events (mirror_consumer.py)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ from libs.contracts.reindex import LexicalStatusInput, LexicalStatusResult, Rein
 from libs.embed import MiniLM
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route
+from services.reindex.mirror_consumer import GraphMirrorConsumer
 from services.reindex.rebuild import lexical_status, reindex
 
 
 def routes(ctx: ServiceContext) -> list[Route]:
     # The model loads at the first re-embedding: freshness checks need only its name.
+    mirror = GraphMirrorConsumer(ctx)
+    ctx.on_start = mirror.run
+    ctx.extra["graph_mirror"] = mirror
     return [Route("reindex", handle_reindex), Route("lexical_status", handle_lexical_status)]
 
 
 async def handle_reindex(rc: RequestContext, args: ReindexInput) -> ReindexResult:
-    """Embeddings and lexical statistics rebuilt for the requested scopes."""
+    """One rebuild step for the requested scope: lexical statistics, a page of embeddings, or the graph mirror."""
     return await reindex(rc.conn, rc.caller, args, embedder=await rc.service.load_model())
 
 

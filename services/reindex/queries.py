@@ -50,3 +50,5 @@ UNION ALL
 SELECT 'episodes', (SELECT count(*) FROM episodes WHERE scope_id = %(scope_id)s AND kind <> 'write')
 """
 STATS_OF_SCOPE = "SELECT corpus, doc_count, format_version FROM lexical_stats WHERE scope_id = %(scope_id)s"
+
+COUNT_FACTS = "SELECT count(*) FROM facts WHERE scope_id = %(scope_id)s"

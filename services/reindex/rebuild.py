@@ -23,6 +23,7 @@ from libs.embed import MiniLM
 from libs.store import embedding_models
 from libs.store.access import resolve_scope
 from services.reindex import queries as q
+from services.reindex.graph_mirror import rebuild_scope
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -31,6 +32,9 @@ async def reindex(
     conn: psycopg.AsyncConnection, caller: Caller, args: ReindexInput, embedder: MiniLM
 ) -> ReindexResult:
     """One step of a rebuild; `next` is null when the step is complete.
+
+    The graph step rebuilds the scope's part of the AGE mirror in one go (`skipped` says why when
+    the database has no AGE, and nothing changes).
 
     The embeddings step also keeps the scope's model record (libs/store/embedding_models.py):
     its first page (no `after`) marks it in progress, its last page records this model.
@@ -47,6 +51,13 @@ async def reindex(
         total = sum(int(r[1]) for r in rows)
         return ReindexResult(scope=scope.name, step="lexical", processed=total, total=total,
                              format_version=LEXICAL_FORMAT_VERSION)
+    if args.step == "graph":
+        total = int((await (await conn.execute(q.COUNT_FACTS, params)).fetchone())[0])  # type: ignore[index]
+        mirrored = await rebuild_scope(conn, scope.id)
+        if mirrored is None:
+            return ReindexResult(scope=scope.name, step="graph", processed=0, total=total,
+                                 skipped="the database has no Apache AGE (extension age): no graph mirror to rebuild")
+        return ReindexResult(scope=scope.name, step="graph", processed=mirrored, total=total)
     after_t, after_id = 0, _ZERO_UUID
     if args.after:
         try:

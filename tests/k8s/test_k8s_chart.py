@@ -132,7 +132,7 @@ def test_defaults(render: Render) -> None:
         dep = deployments[f"rel-echo-memory-{name}"]
         container = dep["spec"]["template"]["spec"]["containers"][0]
         assert container["command"] == ["echo-memory", "service", name]
-        assert container["image"] == "ghcr.io/echo-memory/echo-memory:0.1.0"
+        assert container["image"] == "localhost/echo-memory:0.1.0"  # what `make images` builds
         env = container_env(dep)
         assert env["NATS_TOKEN"] == {"secretKeyRef": {"name": "echo-memory-nats-auth", "key": "token"}}
         assert env["ECHO_MEMORY_NATS_URL"] == "nats://$(NATS_TOKEN)@rel-nats.memsys.svc:4222"
@@ -325,3 +325,20 @@ def test_notes_tell_the_next_kubectl_apply(helm_bin: pathlib.Path, chart_dir: pa
         schema = crds[doc["kind"]]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         jsonschema.validate(doc, closed_schema(schema))
     assert "claude mcp add --transport http echo-memory http://127.0.0.1:8765/mcp" in notes
+
+
+def test_notes_warn_loudly_about_unpushed_default_images(helm_bin: pathlib.Path, chart_dir: pathlib.Path) -> None:
+    """The default (local, unpushed) references get a warning naming each one; pushed ones get none."""
+    out = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client")
+    notes = out.stdout.split("NOTES:", 1)[1]
+    assert "WARNING: THIS RELEASE POINTS AT IMAGES NO REGISTRY HOLDS" in notes
+    assert "#   localhost/echo-memory:0.1.0\n" in notes and "#   localhost/echo-postgres:17\n" in notes
+    assert "make push-images REGISTRY=" in notes
+    pushed = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client",
+                  "--set", "image.repository=registry.example.com/team/echo-memory",
+                  "--set", "operator.cnpgImage=registry.example.com/team/echo-postgres:17")
+    assert "WARNING" not in pushed.stdout.split("NOTES:", 1)[1]
+    only_app = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client",
+                    "--set", "operator.cnpgImage=registry.example.com/team/echo-postgres:17")
+    notes = only_app.stdout.split("NOTES:", 1)[1]
+    assert "#   localhost/echo-memory:0.1.0\n" in notes and "localhost/echo-postgres" not in notes

@@ -1,0 +1,153 @@
+"""The Apache AGE graph mirror, against the org database image (Postgres 17 + pgvector + AGE).
+
+The whole system runs (EchoStack: every service, the HTTP edge, real NATS); the database is the
+`make images` Postgres in a podman container with `age` installed. Writes through MCP reach the
+mirror by the outbox → JetStream → reindex consumer path; the documented Cypher queries (two-hop
+neighbourhood, causal path, a fact's versions) answer from it; `reindex` step `graph` rebuilds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from image_support import LOCKED_DOWN, PG_IMAGE, Containers, wait
+
+from libs.embed import MiniLM
+from libs.store.schema import apply_migrations
+from libs.supervisor.ports import free_port
+from libs.testing.stack import EchoStack
+
+pytestmark = pytest.mark.images
+
+MIRROR_WAIT = 60.0
+EPISODE = {
+    "scope": "shared",
+    "entities": [
+        {"name": "Checkout errors", "type": "incident"},
+        {"name": "Database timeouts", "type": "symptom"},
+        {"name": "Connection pool change", "type": "change"},
+        {"name": "Billing API", "type": "service"},
+        {"name": "Postgres", "type": "database"},
+    ],
+    "facts": [
+        {"source": "Checkout errors", "target": "Database timeouts", "relation": "caused by",
+         "fact": "The checkout errors were caused by database timeouts.", "confidence": "extracted",
+         "causal_hint": "caused_by"},
+        {"source": "Database timeouts", "target": "Connection pool change", "relation": "caused by",
+         "fact": "The database timeouts were caused by the connection pool change.", "confidence": "extracted",
+         "causal_hint": "caused_by"},
+        {"source": "Billing API", "target": "Postgres", "relation": "stores invoices in",
+         "fact": "The billing API stores its invoices in Postgres.", "confidence": "extracted"},
+    ],
+}
+CHANGED = {
+    "scope": "shared",
+    "entities": [{"name": "Billing API", "type": "service"}, {"name": "Postgres", "type": "database"}],
+    "facts": [{"source": "Billing API", "target": "Postgres", "relation": "stores invoices in",
+               "fact": "The billing API stores its invoices in Postgres 17, in the billing schema.",
+               "confidence": "extracted"}],
+}
+# The queries docs/architecture.md documents.
+TWO_HOP = """SELECT * FROM ag_catalog.cypher('echo_memory', $$
+  MATCH (a:Entity {name: 'Checkout errors'})-[:FACT*1..2]-(b:Entity) RETURN DISTINCT b.name
+$$) AS (name ag_catalog.agtype)"""
+CAUSAL_PATH = """SELECT * FROM ag_catalog.cypher('echo_memory', $$
+  MATCH p = (a:Entity {name: 'Checkout errors'})-[:FACT*1..4 {causal: true, current: true}]->
+            (b:Entity {name: 'Connection pool change'})
+  UNWIND nodes(p) AS n RETURN n.name
+$$) AS (name ag_catalog.agtype)"""
+VERSIONS = """SELECT * FROM ag_catalog.cypher('echo_memory', $$
+  MATCH (:Entity {name: 'Billing API'})-[r:FACT]->(:Entity {name: 'Postgres'})
+  RETURN r.text, r.current, r.valid_from, r.valid_until ORDER BY r.valid_from
+$$) AS (text ag_catalog.agtype, current ag_catalog.agtype, valid_from ag_catalog.agtype, valid_until ag_catalog.agtype)"""
+EDGE_COUNT = """SELECT * FROM ag_catalog.cypher('echo_memory', $$
+  MATCH ()-[r:FACT]->() RETURN count(r)
+$$) AS (n ag_catalog.agtype)"""
+
+
+@pytest.fixture(scope="module")
+def age_database(images: None) -> Iterator[str]:
+    """A migrated Echo Memory database with `age` installed, in the org database image (skipped without podman)."""
+    containers = Containers()
+    port, password = free_port(), secrets.token_urlsafe(18)
+    try:
+        containers.run("postgres", *LOCKED_DOWN, "--user", "26", "-e", f"PW={password}", PG_IMAGE, "sh", "-c",
+                       'echo "$PW" > /tmp/pw && initdb -D /tmp/pg -U postgres --pwfile=/tmp/pw '
+                       '--auth-host=scram-sha-256 --auth-local=trust -E UTF8 --locale=C >/dev/null && rm /tmp/pw '
+                       f'&& exec postgres -D /tmp/pg -h 127.0.0.1 -p {port} -k /tmp -c fsync=off')
+        admin = f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres"
+        wait("Postgres", lambda: psycopg.connect(admin, connect_timeout=2).close() is None, containers)
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE echo_memory")
+        url = f"postgresql://postgres:{password}@127.0.0.1:{port}/echo_memory"
+        apply_migrations(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION age")
+        yield url
+    finally:
+        containers.remove()
+
+
+def _cypher(url: str, query: str) -> list[list[Any]]:
+    with psycopg.connect(url) as conn:
+        conn.execute("LOAD 'age'")
+        conn.execute('SET search_path = ag_catalog, "$user", public')
+        rows = conn.execute(query).fetchall()
+        return [[None if value is None else json.loads(value) for value in row] for row in rows]
+
+
+def _wait_for_edges(url: str, count: int) -> None:
+    deadline = time.monotonic() + MIRROR_WAIT
+    seen: Any = None
+    while time.monotonic() < deadline:
+        with psycopg.connect(url) as conn:
+            graph = conn.execute("SELECT 1 FROM ag_catalog.ag_graph WHERE name = 'echo_memory'").fetchone()
+        if graph is not None:
+            seen = _cypher(url, EDGE_COUNT)[0][0]
+            if seen == count:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"the mirror holds {seen} FACT edges after {MIRROR_WAIT:.0f} s, expected {count}")
+
+
+def _check_queries(url: str) -> None:
+    assert {row[0] for row in _cypher(url, TWO_HOP)} == {"Database timeouts", "Connection pool change"}
+    assert _cypher(url, CAUSAL_PATH) == [["Checkout errors"], ["Database timeouts"], ["Connection pool change"]]
+    versions = _cypher(url, VERSIONS)
+    assert [v[0] for v in versions] == [EPISODE["facts"][2]["fact"], CHANGED["facts"][0]["fact"]]  # type: ignore[index]
+    (_, old_current, _, old_until), (_, new_current, new_from, new_until) = versions
+    assert old_current is False and old_until is not None and new_current is True and new_until is None
+    assert old_until <= new_from  # the old version ended when the new one began
+
+
+async def test_fact_events_keep_the_mirror_in_sync_and_reindex_rebuilds_it(
+    age_database: str, nats_url: str, embedder: MiniLM
+) -> None:
+    org = f"age-{uuid.uuid4().hex[:8]}"
+    async with EchoStack(database_url=age_database, nats_url=nats_url, org=org, embedder=embedder) as stack:
+        token = stack.issue_token("mirror-agent")
+        async with stack.client(token) as mcp:
+            first = await mcp.call_tool("write_episode", {**EPISODE, "session_id": "age-1"})
+            assert not first.is_error, first.content
+            # Blocking checks run in a thread: the services share this test's event loop.
+            await asyncio.to_thread(_wait_for_edges, age_database, 3)
+            second = await mcp.call_tool("write_episode", {**CHANGED, "session_id": "age-2"})
+            assert not second.is_error, second.content
+        await asyncio.to_thread(_wait_for_edges, age_database, 4)  # the superseded version stays, ended
+        await asyncio.to_thread(_check_queries, age_database)
+
+        # Lose the mirror; reindex's graph step writes it again from the tables.
+        await asyncio.to_thread(_cypher, age_database, "SELECT * FROM ag_catalog.cypher('echo_memory', "
+                                "$$ MATCH (n) DETACH DELETE n RETURN count(*) $$) AS (n ag_catalog.agtype)")
+        assert await asyncio.to_thread(_cypher, age_database, EDGE_COUNT) == [[0]]
+        rebuilt = await stack.admin_call("reindex", "reindex", {"step": "graph"})
+        assert rebuilt["processed"] == 4 and rebuilt["total"] == 4 and rebuilt["skipped"] is None
+        await asyncio.to_thread(_check_queries, age_database)
