@@ -9,8 +9,8 @@ import math
 
 from libs.config import load_settings
 from libs.contracts.bus import Caller
-from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
 from libs.contracts.query import QueryMemoryInput
+from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
 from libs.embed import MiniLM
 from libs.testing.tiers import Handlers
 from services.retrieval import queries as q
