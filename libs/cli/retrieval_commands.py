@@ -53,17 +53,22 @@ def register(sub: Any) -> None:
     evaluate.add_argument("--json", action="store_true", help="print the report as JSON, every query's scores included")
     evaluate.set_defaults(func=_eval)
 
-    external = sub.add_parser("eval-external", help="retrieval on a public benchmark (locomo, madial, longmemeval)")
-    external.add_argument("benchmark", choices=["locomo", "madial", "longmemeval"])
+    external = sub.add_parser(
+        "eval-external", help="retrieval on a public benchmark (locomo, madial, longmemeval, memdaily)"
+    )
+    external.add_argument("benchmark", choices=["locomo", "madial", "longmemeval", "memdaily"])
     external.add_argument(
         "path", nargs="?",
         help=f"locomo: {LOCOMO_FILE} or its folder; madial: the folder of the MADial-Bench-en files; "
-        f"longmemeval: a LongMemEval JSON file, or a folder holding {LONGMEMEVAL_FILE} (required)",
+        f"longmemeval: a LongMemEval JSON file, or a folder holding {LONGMEMEVAL_FILE}; "
+        "memdaily: the MemDaily folder or its messages_and_QAs folder (required)",
     )
     external.add_argument("--conversations", type=int, help="locomo: only the first N conversations")
     external.add_argument("--questions", type=int, help="only the first N questions of each (madial: N dialogues)")
     external.add_argument("--query-mode", default="context", help="madial: context | last-user | recent-first")
-    external.add_argument("--per-type", type=int, metavar="N", help="longmemeval: only the first N questions of each type")
+    external.add_argument("--per-type", type=int, metavar="N",
+                          help="longmemeval: only the first N questions of each type; memdaily: the first N "
+                          "trajectories of each file")
     external.add_argument("--json", action="store_true", help="longmemeval: include every question's scores")
     external.set_defaults(func=_external)
 
@@ -227,11 +232,22 @@ def _external(settings: Any, args: Any) -> int:
     if args.path is None:
         what = {"locomo": f"{LOCOMO_FILE} or the folder holding it",
                 "madial": "the folder holding the MADial-Bench-en memory and dialogue files",
-                "longmemeval": f"a LongMemEval JSON file such as {LONGMEMEVAL_FILE}"}[args.benchmark]
+                "longmemeval": f"a LongMemEval JSON file such as {LONGMEMEVAL_FILE}",
+                "memdaily": "the MemDaily folder holding messages_and_QAs"}[args.benchmark]
         return _refuse(command, f"give the dataset path: echo-memory {command} PATH ({what})")
     if args.benchmark == "longmemeval":
         return _longmemeval(settings, args, command)
-    if args.benchmark == "madial":
+    if args.benchmark == "memdaily":
+        from libs.eval.memdaily import dataset_folder, run_memdaily
+
+        if args.per_type is not None and args.per_type < 1:
+            return _refuse(command, f"--per-type must be 1 or more, not {args.per_type}")
+        try:
+            dataset_folder(args.path)
+        except FileNotFoundError as exc:
+            return _refuse(command, str(exc))
+        job = _throwaway(settings, lambda call: run_memdaily(call, args.path, per_file=args.per_type))
+    elif args.benchmark == "madial":
         if args.query_mode not in QUERY_MODES:
             return _refuse(command, f"--query-mode must be one of {', '.join(QUERY_MODES)}")
         try:

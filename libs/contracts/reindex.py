@@ -8,10 +8,11 @@ from pydantic import BaseModel, Field
 
 from libs.contracts.common import StrictModel
 
-# The lexical statistics format the code computes BM25 with (see migration 0003): 1 =
-# to_tsvector('english') lexemes, document length = lexeme positions. Statistics with another
-# version are stale: queries fall back to ts_rank until `echo-memory reindex` rebuilds them.
-LEXICAL_FORMAT_VERSION = 1
+# The lexical statistics format the code computes BM25 with (migrations 0003 and 0012): 2 =
+# echo_lexical() lexemes (english, plus character pairs of CJK text), document length = lexeme
+# positions. Statistics with another version are stale: queries fall back to ts_rank until
+# `echo-memory reindex` rebuilds them.
+LEXICAL_FORMAT_VERSION = 2
 # The embedding model the code ships with (libs/embed): what every scope's vectors should be made by.
 CODE_EMBEDDING_MODEL = "all-MiniLM-L6-v2-int8"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 
 def recall_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
@@ -46,3 +47,18 @@ def bootstrap_ci(
     n = len(values)
     draws = sorted(stat([values[rng.randrange(n)] for _ in range(n)]) for _ in range(samples))
     return draws[int(0.025 * samples)], draws[int(0.975 * samples) - 1]
+
+
+def summarise(rows: Sequence[Mapping[str, Any]], *, ci: bool = True, samples: int = 1000) -> dict[str, Any]:
+    """The mean of every float column of `rows` (4 decimals), its 95% bootstrap interval
+    (`<key>_ci95`) when `ci`, and `n`."""
+    keys = [k for k, v in rows[0].items() if isinstance(v, float)] if rows else []
+    out: dict[str, Any] = {}
+    for key in keys:
+        values = [float(r[key]) for r in rows]
+        out[key] = round(statistics.fmean(values), 4)
+        if ci:
+            low, high = bootstrap_ci(values, samples=samples)
+            out[f"{key}_ci95"] = [round(low, 4), round(high, 4)]
+    out["n"] = len(rows)
+    return out

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from libs.eval import agent_facts, locomo, longmemeval
-from libs.eval.metrics import bootstrap_ci, hit_at, percentile, recall_at, reciprocal_rank
+from libs.eval.bm25 import BM25, lead
+from libs.eval.metrics import hit_at, percentile, recall_at, reciprocal_rank, summarise
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 IMPORT_CHUNK = 500
@@ -76,22 +77,30 @@ async def run_locomo(
 ) -> dict[str, Any]:
     """recall@k, hit@k, MRR@k and session@k (share of evidence sessions reached) per category and overall."""
     rows: list[dict[str, Any]] = []
+    baseline: list[dict[str, Any]] = []
     latencies: list[float] = []
     skipped = 0
     for conv in locomo.load(path)[:conversations]:
         scope = await new_scope(call, "eval-locomo")
         by_id = await import_conversation(call, scope, conv, show)
         session_of = {t.dia_id: t.session for t in conv.turns}
+        index_bm25 = BM25({t.dia_id: t.content for t in conv.turns})  # the same texts the system was given
         asked = conv.questions[:questions]
         skipped += conv.skipped
         for index, qa in enumerate(asked, start=1):
             asked_one = await ask_locomo(call, scope, qa, by_id, session_of, k)
             latencies.append(asked_one.latency_ms)
-            rows.append({"category": locomo.CATEGORIES[qa.category], **asked_one.scores})
+            category = locomo.CATEGORIES[qa.category]
+            rows.append({"category": category, **asked_one.scores})
+            ranked = index_bm25.rank(qa.question, k)
+            baseline.append({"category": category, **locomo_scores(ranked, set(qa.evidence), session_of, k)})
             if show and (index % 25 == 0 or index == len(asked)):
                 progress(f"query {conv.sample_id}", index, len(asked))
+    leads = {key: lead([r[key] for r in rows], [r[key] for r in baseline]) for key in ("recall", "mrr")}
     return {"dataset": "locomo", "k": k, "questions": len(rows), "skipped_unresolvable": skipped,
-            "overall": summary(rows), "by_category": _by(rows, "category"), "latency_ms": _latency(latencies)}
+            "overall": summary(rows), "by_category": _by(rows, "category"), "latency_ms": _latency(latencies),
+            "bm25": {"overall": summary(baseline), "by_category": _by(baseline, "category")},
+            "lead_over_bm25": leads}
 
 
 @dataclass
@@ -288,13 +297,7 @@ async def run_context_sweep(
 
 def summary(rows: list[dict[str, Any]], *, ci: bool = True) -> dict[str, Any]:
     """The mean of every float column of `rows` (4 decimals), its 95% bootstrap interval when `ci`, and n."""
-    keys = [k for k in rows[0] if isinstance(rows[0][k], float)] if rows else []
-    out: dict[str, Any] = {k: round(statistics.fmean(r[k] for r in rows), 4) for k in keys}
-    for key in keys if ci else []:
-        low, high = bootstrap_ci([r[key] for r in rows], samples=500)
-        out[f"{key}_ci95"] = [round(low, 4), round(high, 4)]
-    out["n"] = len(rows)
-    return out
+    return summarise(rows, ci=ci, samples=500)
 
 
 def _by(rows: list[dict[str, Any]], field: str) -> dict[str, dict[str, Any]]:

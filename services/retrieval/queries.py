@@ -134,7 +134,7 @@ def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool) -> 
     """
     return f"""
 WITH q AS (
-    SELECT u.lexeme AS term, u.positions FROM unnest(to_tsvector('english', %(query)s)) AS u
+    SELECT u.lexeme AS term, u.positions FROM unnest(echo_lexical(%(query)s)) AS u
 ),
 st AS (
     SELECT coalesce(sum(doc_count), 0)::float8 AS n,
@@ -235,7 +235,7 @@ def _ts_rank(table: str, alias: str, visible: str) -> str:
     return f"""
 WITH sel AS (
     SELECT string_agg(quote_literal(u.lexeme), ' | ')::tsquery AS tsq
-    FROM unnest(to_tsvector('english', %(query)s)) AS u
+    FROM unnest(echo_lexical(%(query)s)) AS u
 )
 SELECT {alias}.id::text, ts_rank({alias}.tsv, sel.tsq) AS lex, 1 - ({alias}.embedding <=> %(embedding)s) AS cos,
        0 AS matched, 0 AS terms, NULL::jsonb AS doc_positions, NULL::jsonb AS query_positions,

@@ -45,3 +45,7 @@ async def test_madial_slice_recall_stays_above_its_floor(stack: EchoStack, datas
     overall = report["overall"]
     for key, floor in FLOOR.items():
         assert overall[key] >= floor, (key, {k: v for k, v in overall.items() if "ci95" not in k})
+    # The same-run BM25 baseline: scored on the same dialogues, and the system's lead is their difference.
+    assert report["bm25"]["overall"]["n"] == 40
+    lead = report["lead_over_bm25"]["recall@10"]["mean"]
+    assert abs(lead - (overall["recall@10"] - report["bm25"]["overall"]["recall@10"])) < 1e-3

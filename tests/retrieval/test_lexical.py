@@ -10,6 +10,7 @@ import math
 from libs.config import load_settings
 from libs.contracts.bus import Caller
 from libs.contracts.query import QueryMemoryInput
+from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
 from libs.embed import MiniLM
 from libs.testing.tiers import Handlers
 from services.retrieval import queries as q
@@ -61,7 +62,7 @@ async def test_statistics_are_maintained_in_the_write_transaction(handlers: Hand
     ))[0]
     df = dict(await _rows(handlers, "SELECT term, df FROM lexical_df WHERE corpus='episodes'"))
     # english tsvector lexemes: alice kiln fire vase | bob kiln hot hot | carol bought vase
-    assert stats == (3, 11, 1)
+    assert stats == (3, 11, LEXICAL_FORMAT_VERSION)
     assert df["kiln"] == 2 and df["vase"] == 2 and df["hot"] == 1
 
 
@@ -89,7 +90,7 @@ async def test_stale_statistics_fall_back_to_ts_rank_and_say_so(handlers: Handle
     status = await handlers.admin_call("reindex", "lexical_status", {})
     assert {c["corpus"]: c["mode"] for c in status["corpora"]}["episodes"] == "ts_rank"
     rebuilt = await handlers.admin_call("reindex", "reindex", {"step": "lexical"})
-    assert rebuilt["format_version"] == 1
+    assert rebuilt["format_version"] == LEXICAL_FORMAT_VERSION
     again = await handlers.admin_call("retrieval", "query_memory", {"query": "kiln"})
     assert again["lexical"] == "bm25"
 
@@ -158,3 +159,28 @@ async def test_rows_holding_both_rarest_terms_are_candidates_however_far_their_m
     # Two common terms that never share a row: the rows matching either are the candidates.
     apart = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, "zephyr walrus")
     assert len(apart) == 10 and all(r[3] == 1 for r in apart)
+
+
+async def test_text_without_cjk_gets_exactly_the_english_tsvector(handlers: Handlers) -> None:
+    samples = ["Alice: the kiln fired my vase", "Payments API v7 uses Postgres 16 (k8s, us-east-1).", ""]
+    for text in samples:
+        same = await _rows(handlers, "SELECT echo_lexical(%(t)s) = to_tsvector('english', %(t)s)", {"t": text})
+        assert same == [(True,)], text
+
+
+async def test_cjk_runs_become_character_pairs_beside_english_lexemes(handlers: Handlers) -> None:
+    rows = await _rows(handlers, "SELECT echo_lexical(%s)::text", ("数据库大会 in Hangzhou",))
+    lexemes = rows[0][0]
+    for pair in ("'数据'", "'据库'", "'库大'", "'大会'", "'hangzhou'"):
+        assert pair in lexemes, lexemes
+    assert "数据库大会" not in lexemes.replace("'数据'", "")  # the run is not kept whole
+
+
+async def test_a_chinese_question_finds_its_message_through_the_lexical_channel(handlers: Handlers) -> None:
+    messages = ["我下周要去杭州参加数据库技术大会。", "数据库技术大会的门票价格是八百元。", "我的同事小王喜欢喝乌龙茶。"]
+    episodes = [{"content": text, "session_id": "zh", "seq": i} for i, text in enumerate(messages)]
+    ids = (await handlers.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    result = await handlers.admin_call("retrieval", "query_memory", {"query": "门票价格是多少？"})
+    assert result["lexical"] == "bm25"
+    lexical = [r["id"] for r in result["results"] if "lexical" in r["matched"]]
+    assert lexical and lexical[0] == ids[1], result["results"]

@@ -31,3 +31,7 @@ async def test_locomo_slice_recall_stays_above_its_floor(stack: EchoStack, datas
     assert report["questions"] == 197
     for key, floor in FLOOR.items():
         assert overall[key] >= floor, (key, overall)
+    # The same-run BM25 baseline over the same turns and questions.
+    assert report["bm25"]["overall"]["n"] == 197
+    lead = report["lead_over_bm25"]["recall"]["mean"]
+    assert abs(lead - (overall["recall"] - report["bm25"]["overall"]["recall"])) < 1e-3
