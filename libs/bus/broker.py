@@ -6,7 +6,6 @@ import asyncio
 from typing import Any
 
 from faststream.nats import NatsBroker
-
 from faststream.nats.security import NatsUserPassword
 
 from libs.bus.auth import NatsCredentials

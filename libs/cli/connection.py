@@ -17,8 +17,8 @@ from faststream.nats import NatsBroker
 
 from libs.bus.auth import CredentialsError
 from libs.bus.broker import make_broker, stop_broker
-from libs.bus.permissions import ADMIN_USER
 from libs.bus.client import BusClient
+from libs.bus.permissions import ADMIN_USER
 from libs.config import Settings
 from libs.contracts.errors import Unavailable
 from libs.contracts.identity import ADMIN_AGENT, admin_caller

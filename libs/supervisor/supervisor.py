@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import IO
 
 from libs import eventloop
+from libs.bus.permissions import ADMIN_USER
 from libs.config import Settings
 from libs.orgs import register_org
 from libs.service.registry import NAMES
 from libs.store.schema import apply_migrations
-from libs.bus.permissions import ADMIN_USER
 from libs.supervisor.bus_auth import credentials_file, ensure_credentials, server_config, write_server_config
 from libs.supervisor.leftovers import stop_leftovers
 from libs.supervisor.nats import NatsError, NatsServer

@@ -28,8 +28,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from libs import eventloop
 from libs.bus.auth import CredentialsError, configured_credentials
 from libs.bus.broker import make_broker
-from libs.bus.permissions import EDGE_USER
 from libs.bus.client import BusClient
+from libs.bus.permissions import EDGE_USER
 from libs.config import Settings
 from libs.config.edge import EdgeSettings
 from libs.contracts.bus import Caller

@@ -7,6 +7,7 @@ the agent id on every fact comes from the token, never from tool arguments.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import time
@@ -138,10 +139,9 @@ class BusTokenVerifier(TokenVerifier):
     def _charge_peer(self) -> None:
         peer = current_peer.get()
         if peer is not None and self.failures is not None:
-            try:
+            # Already empty: PeerGate refuses this peer's next unverified request.
+            with contextlib.suppress(RateLimited):
                 self.failures.check(peer)
-            except RateLimited:
-                pass  # already empty: PeerGate refuses this peer's next unverified request
 
     async def _verify(self, token: str, digest: str) -> AccessToken | None:
         org = org_of(token)
