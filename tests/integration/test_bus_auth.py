@@ -189,3 +189,29 @@ def test_every_subject_string_the_table_grants_is_a_real_subject() -> None:
         granted: dict[str, Any] = permissions(user)
         for pattern in granted["publish"]["allow"] + granted["subscribe"]["allow"]:
             assert " " not in pattern and pattern.strip(".") == pattern, (user, pattern)
+
+
+async def test_the_cli_without_valid_credentials_is_refused_in_one_sentence(
+    secured_bus: SecuredBus, tmp_path: Path
+) -> None:
+    from libs.bus.auth import write_credentials
+    from libs.bus.broker import stop_broker
+    from libs.cli.connection import BusRefused, connect_bus
+    from libs.config import Settings
+
+    wrong = tmp_path / "wrong.json"
+    write_credentials(wrong, new_credentials("admin"))
+    for credentials in (wrong, None):
+        settings = Settings(home=tmp_path / "nohome", nats_url=secured_bus.url, nats_credentials=credentials)
+        with pytest.raises(BusRefused) as caught:
+            await connect_bus(settings)
+        assert "refused this command's credentials" in caught.value.message
+    leaky = tmp_path / "leaky.json"
+    write_credentials(leaky, secured_bus.users["admin"])
+    leaky.chmod(0o644)
+    with pytest.raises(BusRefused) as caught:
+        await connect_bus(Settings(home=tmp_path / "nohome", nats_url=secured_bus.url, nats_credentials=leaky))
+    assert "readable by other users" in caught.value.message
+    good = Settings(home=tmp_path / "nohome", nats_url=secured_bus.url,
+                    nats_credentials=secured_bus.files()["admin"])
+    await stop_broker(await connect_bus(good))
