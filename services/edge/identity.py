@@ -108,25 +108,32 @@ class BusTokenVerifier(TokenVerifier):
         return found is not None and time.monotonic() - found[0] < self._ttl
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        access = await self._verify_cached(token)
-        if access is None:
+        access, refused = await self._verify_cached(token)
+        if refused:
             self._charge_peer()
         return access
 
-    async def _verify_cached(self, token: str) -> AccessToken | None:
+    async def _verify_cached(self, token: str) -> tuple[AccessToken | None, bool]:
+        """The token's identity (None: 401) and whether the token itself was refused.
+
+        A check that could not be made (the writes service unreachable) is not the caller's fault
+        and is not charged to its address.
+        """
         if not well_formed(token):
-            return None
+            return None, True
         digest = hash_token(token)
         now = time.monotonic()
         cached = self._valid.get(digest) or self._refused.get(digest)
         if cached is not None and now - cached[0] < self._ttl:
-            return cached[1]
+            return cached[1], cached[1] is None
         try:
             access = await self._verify(token, digest)
         except EchoError as exc:
             log.warning("token verification failed: %s", exc.message)
             # The writes service is unreachable: keep serving tokens verified before, refuse new ones.
-            return cached[1] if cached is not None else None
+            if cached is not None:
+                return cached[1], cached[1] is None
+            return None, False
         if self._ttl > 0:
             if access is not None:
                 self._refused.entries.pop(digest, None)
@@ -134,7 +141,7 @@ class BusTokenVerifier(TokenVerifier):
             else:
                 self._valid.entries.pop(digest, None)
                 self._refused.put(digest, (now, None))
-        return access
+        return access, access is None
 
     def _charge_peer(self) -> None:
         peer = current_peer.get()

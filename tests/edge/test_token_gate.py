@@ -107,3 +107,17 @@ async def test_ten_thousand_random_tokens_do_not_evict_a_live_token(stack: EchoS
         assert trips.count == before  # answered from the cache: the flood did not push it out
     finally:
         await broker.stop()
+
+
+async def test_checks_that_could_not_be_made_are_not_charged_to_the_address(stack: EchoStack) -> None:
+    """With the writes service down a new token gets 401, but the address is not locked out for it."""
+    tokens = [stack.issue_token(f"agent-{i}") for i in range(4)]
+    async with extra_edge(stack, refused_burst=2, refused_per_minute=1) as edge, \
+            httpx2.AsyncClient(timeout=10) as http:
+        await stack.stop("writes")
+        try:
+            codes = [await _post(http, edge.url, token) for token in tokens]
+        finally:
+            await stack.start("writes")
+        assert codes == [401, 401, 401, 401]  # never 429: no token was refused, none could be checked
+        assert await _post(http, edge.url, tokens[0]) == 200
