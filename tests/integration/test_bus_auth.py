@@ -215,3 +215,25 @@ async def test_the_cli_without_valid_credentials_is_refused_in_one_sentence(
     good = Settings(home=tmp_path / "nohome", nats_url=secured_bus.url,
                     nats_credentials=secured_bus.files()["admin"])
     await stop_broker(await connect_bus(good))
+
+
+async def test_a_service_finds_an_org_in_the_registry_as_its_own_user(
+    secured_stack: EchoStack, secured_bus: SecuredBus, database_url: str
+) -> None:
+    """The operator's path: an org registered (as admin) while services run is served, KV read as the service user."""
+    from libs.bus.broker import make_broker
+    from libs.bus.client import BusClient
+    from libs.orgs import register_org, unregister_org
+
+    other = secured_stack.org + "-b"
+    await register_org(secured_bus.url, other, database_url, secured_bus.users["admin"])
+    broker = make_broker(secured_bus.url, credentials=secured_bus.users["admin"])
+    await broker.start()
+    try:
+        status = await BusClient(broker).call(caller=admin_caller(other), service="writes", verb="status",
+                                              args={}, timeout=10)
+        assert "schema_version" in status
+    finally:
+        await broker.stop()
+        await unregister_org(secured_bus.url, other, secured_bus.users["admin"])
+    assert "Permissions Violation" not in secured_bus.log()
