@@ -14,6 +14,7 @@ from nats.aio.client import Client as NATS
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError
 from nats.js.kv import KeyValue
 
+from libs.bus.auth import NatsCredentials, connect_options
 from libs.contracts.subjects import ORGS_BUCKET, valid_org
 
 
@@ -27,11 +28,13 @@ async def _bucket(nc: NATS, create: bool) -> KeyValue | None:
         return await js.create_key_value(bucket=ORGS_BUCKET, history=1)
 
 
-async def register_org(nats_url: str, org: str, database_url: str) -> None:
-    """Record (or replace) the database URL of `org`."""
+async def register_org(
+    nats_url: str, org: str, database_url: str, credentials: NatsCredentials | None = None
+) -> None:
+    """Record (or replace) the database URL of `org` (on an authenticated bus, as the admin user)."""
     if not valid_org(org):
         raise ValueError(f"invalid org name {org!r}: use lowercase letters, digits and dashes")
-    nc = await nats.connect(nats_url)
+    nc = await nats.connect(nats_url, **connect_options(credentials))
     try:
         kv = await _bucket(nc, create=True)
         assert kv is not None  # create=True makes the bucket when it is missing
@@ -40,9 +43,9 @@ async def register_org(nats_url: str, org: str, database_url: str) -> None:
         await nc.close()
 
 
-async def unregister_org(nats_url: str, org: str) -> None:
+async def unregister_org(nats_url: str, org: str, credentials: NatsCredentials | None = None) -> None:
     """Forget `org`; its services stop answering for it once their cache expires."""
-    nc = await nats.connect(nats_url)
+    nc = await nats.connect(nats_url, **connect_options(credentials))
     try:
         kv = await _bucket(nc, create=False)
         if kv is not None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from faststream.nats import NatsBroker
+from faststream.nats.security import NatsUserPassword
 
+from libs.bus.auth import NatsCredentials
 from libs.telemetry import bus_middleware
 
 # A short-lived caller (the CLI) gives up after one retry half a second apart, each attempt bounded
@@ -14,8 +17,10 @@ BOUNDED_CONNECT_SECONDS = 2
 BOUNDED_RECONNECT_WAIT_SECONDS = 0.5
 
 
-def make_broker(nats_url: str, *, reconnect_forever: bool = True) -> NatsBroker:
-    """A broker for `nats_url`, not yet connected.
+def make_broker(
+    nats_url: str, *, credentials: NatsCredentials | None = None, reconnect_forever: bool = True
+) -> NatsBroker:
+    """A broker for `nats_url`, not yet connected, authenticating with `credentials` when given.
 
     Services and the edge keep the default: they retry connecting and reconnecting without limit,
     since NATS coming back later is their normal case. `reconnect_forever=False` is for a command
@@ -23,10 +28,16 @@ def make_broker(nats_url: str, *, reconnect_forever: bool = True) -> NatsBroker:
     attempts of at most BOUNDED_CONNECT_SECONDS each.
     """
     # logger=None: the broker would otherwise log every message at INFO, payloads included.
+    auth: dict[str, Any] = {}
+    if credentials is not None:
+        auth = {
+            "security": NatsUserPassword(credentials.user, credentials.password.get_secret_value()),
+            "inbox_prefix": credentials.inbox_prefix,
+        }
     if reconnect_forever:
-        return NatsBroker(nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=-1)
+        return NatsBroker(nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=-1, **auth)
     return NatsBroker(
-        nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=1,
+        nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=1, **auth,
         connect_timeout=BOUNDED_CONNECT_SECONDS,
         reconnect_time_wait=BOUNDED_RECONNECT_WAIT_SECONDS,  # type: ignore[arg-type]
     )

@@ -15,15 +15,18 @@ from urllib.parse import urlsplit
 import nats.errors
 from faststream.nats import NatsBroker
 
+from libs.bus.auth import CredentialsError
 from libs.bus.broker import make_broker, stop_broker
 from libs.bus.client import BusClient
+from libs.bus.permissions import ADMIN_USER
 from libs.config import Settings
 from libs.contracts.errors import Unavailable
 from libs.contracts.identity import ADMIN_AGENT, admin_caller
 from libs.contracts.verbs import verb as verb_entry
+from libs.supervisor.bus_auth import process_credentials
 from libs.supervisor.state import read_state
 
-__all__ = ["ADMIN_AGENT", "BusUnreachable", "NotRunning", "admin_call", "bus_session", "connect_bus", "nats_url", "verb_timeout"]
+__all__ = ["ADMIN_AGENT", "BusRefused", "BusUnreachable", "NotRunning", "admin_call", "bus_session", "connect_bus", "nats_url", "verb_timeout"]
 
 # Two connect attempts of at most 2 s each (libs/bus/broker.py) fit; this also bounds a server that
 # accepts the TCP connection and never speaks NATS.
@@ -37,6 +40,10 @@ class NotRunning(Unavailable):
 
 class BusUnreachable(Unavailable):
     """The NATS URL is known but nothing answers there within CONNECT_BOUND_SECONDS."""
+
+
+class BusRefused(Unavailable):
+    """The bus answered but refused this process's credentials (or it has none for an authenticated bus)."""
 
 
 def nats_url(settings: Settings) -> str:
@@ -72,11 +79,24 @@ async def connect_bus(settings: Settings) -> NatsBroker:
     once, then requests fail with `unavailable` instead of waiting for NATS to come back.
     """
     url = nats_url(settings)
-    broker = make_broker(url, reconnect_forever=False)
+    try:
+        credentials = process_credentials(settings, ADMIN_USER, url)
+    except CredentialsError as exc:
+        raise BusRefused(f"{exc}; the admin credentials are written by `echo-memory up`") from exc
+    broker = make_broker(url, credentials=credentials, reconnect_forever=False)
     try:
         async with asyncio.timeout(CONNECT_BOUND_SECONDS):
             await broker.start()
-    except (TimeoutError, OSError, nats.errors.Error) as exc:
+    except nats.errors.Error as exc:
+        if "authorization" in str(exc).lower():
+            raise BusRefused(
+                f"the message bus (NATS) at {_shown(url)} refused this command's credentials; run it as the "
+                "user that ran `echo-memory up`, or set ECHO_MEMORY_NATS_CREDENTIALS to the admin credentials file"
+            ) from exc
+        raise BusUnreachable(
+            f"the message bus (NATS) at {_shown(url)} cannot be reached; is Echo Memory running? {START_HINT}"
+        ) from exc
+    except (TimeoutError, OSError) as exc:
         raise BusUnreachable(
             f"the message bus (NATS) at {_shown(url)} cannot be reached; is Echo Memory running? {START_HINT}"
         ) from exc

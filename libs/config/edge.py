@@ -20,6 +20,13 @@ class EdgeSettings(BaseSettings):
         600.0, ge=0, description="tool calls per minute per token (token bucket refill); 0 disables the limit"
     )
     rate_burst: int = Field(60, ge=1, description="tool calls a token may make at once before the rate applies")
+    refused_per_minute: float = Field(
+        30.0, ge=0, description="refused bearer tokens per minute per client address before that address gets "
+        "HTTP 429 without any token check (token bucket refill); 0 disables the limit",
+    )
+    refused_burst: int = Field(
+        30, ge=1, description="refused bearer tokens a client address may present at once before the rate applies"
+    )
     max_body_bytes: int = Field(
         1_048_576, ge=1024, description="largest HTTP request body accepted, in bytes (larger: HTTP 413)"
     )

@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     edge_port: int = Field(0, description="MCP edge port; 0 picks a free one")
     pg_port: int = Field(0, description="embedded Postgres port; 0 picks a free one")
     nats_port: int = Field(0, description="embedded nats-server port; 0 picks a free one")
+    nats_credentials: Path | None = Field(
+        None, description="file (mode 0600) with this process's NATS user and password; `up` writes one per "
+        "process kind under <home>/run/ and hands it to its children",
+    )
     token: SecretStr | None = Field(None, description="bearer token the CLI and `echo-memory mcp` use")
     timeouts: Timeouts = Field(default_factory=Timeouts)
     workers: Workers = Field(default_factory=Workers)

@@ -22,7 +22,9 @@ class TokenCreateResult(BaseModel):
 
 
 class TokenVerifyInput(StrictModel):
-    token: str = Field(min_length=1, max_length=500)
+    """The edge asks with the token's digest (libs/contracts/tokens.py `hash_token`), never the token itself."""
+
+    token_hash: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the whole token, lowercase hex")
 
 
 class TokenVerifyResult(BaseModel):

@@ -8,14 +8,18 @@ both import this module.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 
 TOKEN_PREFIX = "em_"
+RANDOM_BYTES = 32
+# What `mint` makes: the prefix, an org name, `_`, then the 43 characters of token_urlsafe(32).
+_WELL_FORMED = re.compile(r"^em_[a-z0-9][a-z0-9-]{0,62}_[A-Za-z0-9_-]{43}$")
 
 
 def mint(org: str) -> str:
     """A new random token for `org` (not yet stored)."""
-    return f"{TOKEN_PREFIX}{org}_{secrets.token_urlsafe(32)}"
+    return f"{TOKEN_PREFIX}{org}_{secrets.token_urlsafe(RANDOM_BYTES)}"
 
 
 def hash_token(token: str) -> str:
@@ -33,3 +37,8 @@ def org_of(token: str) -> str | None:
         return None
     org, sep, rest = token[len(TOKEN_PREFIX) :].partition("_")
     return org if sep and org and rest else None
+
+
+def well_formed(token: str) -> bool:
+    """True when `token` has the exact shape `mint` produces; anything else cannot be a live token."""
+    return bool(_WELL_FORMED.match(token))

@@ -110,9 +110,12 @@ class System:
 @asynccontextmanager
 async def embedded_system() -> AsyncIterator[tuple[System, AdminCall, str, str]]:
     """`up --detach` in a temporary home; yields the system, an admin bus call, the edge URL and a token."""
+    from libs.bus.auth import read_credentials
     from libs.bus.broker import make_broker
     from libs.bus.client import BusClient
+    from libs.bus.permissions import ADMIN_USER
     from libs.contracts.bus import Caller
+    from libs.supervisor.bus_auth import credentials_file
 
     home = Path(tempfile.mkdtemp(prefix="echo-concurrency-", dir="/tmp"))
     system = System(home)
@@ -120,7 +123,7 @@ async def embedded_system() -> AsyncIterator[tuple[System, AdminCall, str, str]]
     try:
         await asyncio.to_thread(system.command, "up", "--detach")
         state = system.state()
-        broker = make_broker(state.nats_url)
+        broker = make_broker(state.nats_url, credentials=read_credentials(credentials_file(home, ADMIN_USER)))
         await broker.start()
         bus = BusClient(broker)
         admin = Caller(org=state.org, agent_id="admin", read_scopes=["*"], write_scopes=["*"])

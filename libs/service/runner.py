@@ -16,6 +16,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from libs import eventloop
+from libs.bus.auth import CredentialsError, configured_credentials, connect_options
 from libs.bus.broker import make_broker
 from libs.config import Settings
 from libs.contracts.errors import SchemaTooNew, SchemaTooOld
@@ -60,13 +61,14 @@ async def start_service(
     """Connect, subscribe every route of `name` and start serving in the running event loop."""
     if settings.nats_url is None:
         raise ValueError(f"the {name} service needs ECHO_MEMORY_NATS_URL")
-    nc = await nats.connect(settings.nats_url, max_reconnect_attempts=-1)
+    credentials = configured_credentials(settings.nats_credentials)
+    nc = await nats.connect(settings.nats_url, max_reconnect_attempts=-1, **connect_options(credentials))
 
     async def lookup(org: str) -> str | None:
         return await lookup_org(nc, org)
 
     default_url = settings.database_url.get_secret_value() if settings.database_url else None
-    broker = make_broker(settings.nats_url or "")
+    broker = make_broker(settings.nats_url or "", credentials=credentials)
     ctx = ServiceContext(
         name=name,
         settings=settings,
@@ -104,6 +106,11 @@ def run_service(name: str, routes: RoutesFactory, settings: Settings, *, model: 
     logging.basicConfig(level=settings.log_level.upper(), format=f"%(asctime)s {name} %(levelname)s %(message)s")
     if settings.nats_url is None:
         print(f"echo-memory {name}: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
+        return 2
+    try:
+        configured_credentials(settings.nats_credentials)
+    except CredentialsError as exc:
+        print(f"echo-memory {name}: {exc}", file=sys.stderr)
         return 2
     if settings.database_url is not None:
         try:

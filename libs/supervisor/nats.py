@@ -31,9 +31,12 @@ def nats_binary() -> Path:
 
 
 class NatsServer:
-    def __init__(self, base: Path, port: int) -> None:
+    """One nats-server; with `config` (a file the supervisor wrote: users, permissions) it runs from that."""
+
+    def __init__(self, base: Path, port: int, config: Path | None = None) -> None:
         self.base = base
         self.port = port
+        self.config = config
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -50,15 +53,15 @@ class NatsServer:
     def launch(self) -> None:
         """Start nats-server without waiting; `exit_code()` then tells whether it still runs."""
         self.base.mkdir(parents=True, exist_ok=True)
+        if self.config is not None:
+            arguments = ["-c", str(self.config)]
+        else:
+            arguments = [
+                "-a", "127.0.0.1", "-p", str(self.port), "-js",
+                "-sd", str(self.base / "jetstream"), "-l", str(self.base / "nats.log"),
+            ]
         self.process = subprocess.Popen(
-            [
-                str(nats_binary()),
-                "-a", "127.0.0.1",
-                "-p", str(self.port),
-                "-js",
-                "-sd", str(self.base / "jetstream"),
-                "-l", str(self.base / "nats.log"),
-            ],
+            [str(nats_binary()), *arguments],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import IO
 
 from libs import eventloop
+from libs.bus.permissions import ADMIN_USER
 from libs.config import Settings
 from libs.orgs import register_org
 from libs.service.registry import NAMES
 from libs.store.schema import apply_migrations
+from libs.supervisor.bus_auth import credentials_file, ensure_credentials, server_config, write_server_config
 from libs.supervisor.leftovers import stop_leftovers
 from libs.supervisor.nats import NatsError, NatsServer
 from libs.supervisor.ports import free_port, port_in_use, wait_for_port
@@ -167,14 +169,21 @@ class Supervisor:
         self._watch("postgres", self.pg, port=pg_port, log=self.pg.log)
         applied = apply_migrations(self.pg.url())
         self._say("schema: applied " + ", ".join(applied) if applied else "schema: up to date")
-        self.nats = NatsServer(self.home / "nats", nats_port)
+        # Every process kind gets its own NATS user; the server accepts no connection without one.
+        users = ensure_credentials(self.home)
+        config = self.home / "nats" / "nats.conf"
+        write_server_config(config, server_config(nats_port, self.home / "nats", users))
+        self.nats = NatsServer(self.home / "nats", nats_port, config=config)
         self.nats.start()
         self.state.nats_url = self.nats.url
         self._watch("nats", self.nats, port=nats_port, log=self.home / "nats" / "nats.log")
-        eventloop.run(register_org(self.nats.url, self.settings.org, self.pg.url()), use_uvloop=self.settings.uvloop)
+        eventloop.run(register_org(self.nats.url, self.settings.org, self.pg.url(), users[ADMIN_USER]),
+                      use_uvloop=self.settings.uvloop)
         env = self._child_env(self.pg.url(), self.nats.url)
         for name in NAMES:
-            service_env = dict(env, ECHO_MEMORY_EDGE_PORT=str(edge_port)) if name == "edge" else env
+            service_env = dict(env, ECHO_MEMORY_NATS_CREDENTIALS=str(credentials_file(self.home, name)))
+            if name == "edge":
+                service_env["ECHO_MEMORY_EDGE_PORT"] = str(edge_port)
             service = ServiceProcess(name, service_env, self.home / "logs" / f"{name}.log")
             service.launch()
             self.services[name] = service

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -13,6 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
+from libs.bus.auth import configured_credentials
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.config import Settings
@@ -56,9 +58,15 @@ class EchoStack:
         services: tuple[str, ...] | None = None,
         retrieval: RetrievalSettings | None = None,
         edge: BaseSettings | None = None,
+        bus_credentials: dict[str, Path] | None = None,
     ) -> None:
-        """`retrieval` configures the retrieval service, `edge` the edge's limits (an `EdgeSettings`)."""
+        """`retrieval` configures the retrieval service, `edge` the edge's limits (an `EdgeSettings`).
+
+        `bus_credentials` (bus user → credentials file) runs every process as its own NATS user, as
+        `echo-memory up` does; without it everything connects to an open bus.
+        """
         self.edge_settings = edge
+        self.bus_credentials = bus_credentials or {}
         self.database_url = database_url
         self.nats_url = nats_url
         self.org = org
@@ -79,8 +87,9 @@ class EchoStack:
         for info in SERVICES:
             if info.name in self.service_names:
                 await self.start(info.name)
-        self.edge = await edge_entry("start_edge")(self.settings, self.edge_settings)
-        self._admin_broker = make_broker(self.nats_url)
+        self.edge = await edge_entry("start_edge")(self._as("edge"), self.edge_settings)
+        self._admin_broker = make_broker(self.nats_url, credentials=configured_credentials(
+            self.bus_credentials.get("admin")))
         await self._admin_broker.start()
         return self
 
@@ -96,8 +105,13 @@ class EchoStack:
         info = next(s for s in SERVICES if s.name == name)
         module = importlib.import_module(info.module)
         self.running[name] = await start_service(
-            name, module.routes, self.settings, embedder=self.embedder if info.embedder else None
+            name, module.routes, self._as(name), embedder=self.embedder if info.embedder else None
         )
+
+    def _as(self, user: str) -> Settings:
+        """The settings of the process running as bus user `user`."""
+        path = self.bus_credentials.get(user)
+        return self.settings if path is None else self.settings.model_copy(update={"nats_credentials": path})
 
     async def stop(self, name: str) -> None:
         await self.running.pop(name).stop()

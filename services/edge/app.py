@@ -1,7 +1,7 @@
 """Build and run the edge: MCP over streamable HTTP (bearer token) or over stdio (one identity).
 
 HTTP requests pass, outermost first: the Origin check (browser requests from other sites → 403),
-bearer authentication (→ 401), the SDK's Host check and body-size limit (→ 421 / 413), then the
+the per-address gate on refused tokens (→ 429, services/edge/peer_gate.py), bearer authentication (→ 401), the SDK's Host check and body-size limit (→ 421 / 413), then the
 MCP session; every tool call then passes the per-token rate limit before its one bus request.
 """
 
@@ -26,18 +26,23 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from libs import eventloop
+from libs.bus.auth import CredentialsError, configured_credentials
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient, bus_connected
+from libs.bus.permissions import EDGE_USER
 from libs.config import Settings
 from libs.config.edge import EdgeSettings
 from libs.contracts.bus import Caller
 from libs.contracts.errors import EchoError, Unauthenticated
 from libs.contracts.subjects import SERVICES
+from libs.supervisor.bus_auth import process_credentials
 from libs.supervisor.follow import follow_supervisor_nats
 from libs.telemetry import setup_tracing
 from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
 from services.edge.instructions import SERVER_INSTRUCTIONS
+from services.edge.limits import RateLimiter
 from services.edge.metrics import scrape_services
+from services.edge.peer_gate import PeerGate
 from services.edge.readiness import not_ready_reason
 from services.edge.tools import EdgeGuards, client_name, register_tools
 
@@ -63,7 +68,8 @@ def build_http_server(
     guards = EdgeGuards(settings=edge)
     bus = BusClient(broker, on_error=guards.metrics.bus_error)
     verifier = BusTokenVerifier(
-        bus, settings.timeouts.auth, cache_seconds=edge.token_cache_seconds, orgs=_orgs(settings, edge)
+        bus, settings.timeouts.auth, cache_seconds=edge.token_cache_seconds, orgs=_orgs(settings, edge),
+        failures=RateLimiter(edge.refused_per_minute, edge.refused_burst),
     )
     base = f"http://{settings.edge_host}:{port}"
     server = MCPServer(
@@ -146,8 +152,13 @@ def _add_health_routes(server: MCPServer, broker: NatsBroker, org: str, guards: 
 
 
 def allowed_origins(edge: EdgeSettings, port: int) -> list[str]:
-    """Origins a browser may call from: the edge's own loopback origins plus configured ones."""
-    own = [f"http://{host}:{port}" for host in LOOPBACK]
+    """Origins a browser may call from: any loopback origin (any port) plus configured ones.
+
+    A page on this machine (a browser-based MCP client such as the Inspector on :6274) is as
+    trusted as the edge's own origin; pages from any other host are refused.
+    """
+    own = [f"{scheme}://{host}{port_part}" for scheme in ("http", "https") for host in LOOPBACK
+           for port_part in ("", ":*")]
     return own + list(edge.allowed_origins)
 
 
@@ -183,7 +194,10 @@ class OriginCheck:
 
     def allowed(self, origin: str) -> bool:
         origin = origin.rstrip("/")
-        return origin in self.exact or (bool(self.prefixes) and origin.startswith(self.prefixes))
+        if origin in self.exact:
+            return True
+        # `scheme://host:*` stands for that host on any port: what follows must be a port number only.
+        return any(origin.startswith(p) and origin[len(p):].isdigit() for p in self.prefixes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -227,13 +241,15 @@ def build_app(settings: Settings, edge: EdgeSettings, broker: NatsBroker, port: 
         host=settings.edge_host,
         max_request_body_size=edge.max_body_bytes,
     )
-    return OriginCheck(app, allowed_origins(edge, port)), verifier, guards
+    assert verifier.failures is not None  # build_http_server always gives it one
+    gated = PeerGate(app, verifier, verifier.failures)
+    return OriginCheck(gated, allowed_origins(edge, port)), verifier, guards
 
 
 async def start_edge(settings: Settings, edge: EdgeSettings | None = None) -> RunningEdge:
     """Connect to the bus and serve MCP over HTTP; returns once the port accepts connections."""
     edge = edge or EdgeSettings()
-    broker = make_broker(settings.nats_url or "")
+    broker = make_broker(settings.nats_url or "", credentials=configured_credentials(settings.nats_credentials))
     await broker.start()
     port = settings.edge_port or 8765
     app, verifier, guards = build_app(settings, edge, broker, port)
@@ -274,7 +290,12 @@ async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None) -> i
         print("echo-memory mcp: set ECHO_MEMORY_TOKEN (or pass --token) to a token from `echo-memory token create`",
               file=sys.stderr)
         return 2
-    broker = make_broker(settings.nats_url or "")
+    try:
+        credentials = process_credentials(settings, EDGE_USER, settings.nats_url or "")
+    except CredentialsError as exc:
+        print(f"echo-memory mcp: {exc}", file=sys.stderr)
+        return 2
+    broker = make_broker(settings.nats_url or "", credentials=credentials)
     await broker.start()
     # Started from `echo-memory up`'s state: follow NATS if a later `up` moves it to another port.
     follow = follow_supervisor_nats(broker.connection, settings.home.expanduser(), settings.nats_url or "")
@@ -309,6 +330,11 @@ def run_edge(settings: Settings) -> int:
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s edge %(levelname)s %(message)s")
     if settings.nats_url is None:
         print("echo-memory edge: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
+        return 2
+    try:
+        configured_credentials(settings.nats_credentials)
+    except CredentialsError as exc:
+        print(f"echo-memory edge: {exc}", file=sys.stderr)
         return 2
     try:
         return eventloop.run(serve_http(settings), use_uvloop=settings.uvloop)

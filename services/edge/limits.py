@@ -60,6 +60,23 @@ class RateLimiter:
             retry_after=round(wait, 3),
         )
 
+    def available(self, key: str) -> bool:
+        """True when `key` could make one call now (nothing is taken)."""
+        if self._rate <= 0:
+            return True
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            return True
+        return min(self._burst, bucket.tokens + (self._clock() - bucket.updated) * self._rate) >= 1.0
+
+    def retry_after(self, key: str) -> float:
+        """Seconds until `key` has one call again (0 when it has one now)."""
+        bucket = self._buckets.get(key)
+        if self._rate <= 0 or bucket is None:
+            return 0.0
+        have = min(self._burst, bucket.tokens + (self._clock() - bucket.updated) * self._rate)
+        return max(0.0, (1.0 - have) / self._rate)
+
     def _evict(self, now: float) -> None:
         # Full buckets carry no information: dropping them changes nobody's limit.
         full = [k for k, b in self._buckets.items() if b.tokens + (now - b.updated) * self._rate >= self._burst]

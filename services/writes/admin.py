@@ -44,12 +44,12 @@ async def token_create(conn: psycopg.AsyncConnection, caller: Caller, args: Toke
 
 
 async def token_verify(conn: psycopg.AsyncConnection, caller: Caller, args: TokenVerifyInput) -> TokenVerifyResult:
-    """Any caller may ask; the answer says only whether the token is live and what it grants.
+    """Any caller may ask, by the token's digest; the answer says only whether it is live and what it grants.
 
     A token of the reserved admin agent id is never valid: the admin identity is not reachable
     through a token.
     """
-    row = await (await conn.execute(tokens.VERIFY_TOKEN, (tokens.hash_token(args.token),))).fetchone()
+    row = await (await conn.execute(tokens.VERIFY_TOKEN, (args.token_hash,))).fetchone()
     if row is None or access.is_reserved_agent(row[0]):
         return TokenVerifyResult(valid=False)
     return TokenVerifyResult(valid=True, agent_id=row[0], read_scopes=list(row[1]), write_scopes=list(row[2]))

@@ -126,6 +126,9 @@ class Mention:
     rationale: str | None = None
     learned: list[str] = field(default_factory=list)
     created: bool = False
+    # Declared "new" though the scope already holds an entity of that name (e.g. a retry of the
+    # call that created it): resolved to that entity, and refused only if it would change a claim.
+    new_but_exists: str | None = None
 
     @property
     def deferred(self) -> bool:
@@ -267,12 +270,12 @@ async def plan(
             continue
         if choice is not None:  # "new": the agent says none of the candidates is this entity
             clash = await _fetch(conn, FIND_BY_NAME, {"scope_id": scope.id, "name": mention.name})
-            if clash is not None:
-                raise InvalidArgument(
-                    f"entity_resolutions: '{mention.name}' is marked new, but entity {clash[0]} already has "
-                    "that name in this scope; give its id instead"
-                )
             mention.rationale = choice[1]
+            if clash is not None:
+                mention.new_but_exists = str(clash[0])
+                if id(mention) not in referenced:  # no fact of the call could make this a restatement
+                    refuse_new_that_exists([mention])
+                mention.entity_id, mention.stored_name, mention.how = str(clash[0]), str(clash[1]), "exact"
             continue
         if id(mention) not in referenced or mention.entity_id is not None:
             continue  # not used by any fact, or already resolved by resolve_known
@@ -297,6 +300,20 @@ async def plan(
     _merge_same_entity(by_key)
 
 
+def refuse_new_that_exists(planned_mentions: list[Mention]) -> None:
+    """InvalidArgument when a fact to be written uses a mention declared "new" whose name is taken.
+
+    A call whose every such fact only restates what the store holds (a retry without an
+    idempotency key) passes: it answers `unchanged` like any restatement.
+    """
+    for mention in planned_mentions:
+        if mention.new_but_exists is not None:
+            raise InvalidArgument(
+                f"entity_resolutions: '{mention.name}' is marked new, but entity {mention.new_but_exists} already "
+                "has that name in this scope; give its id instead"
+            )
+
+
 def _merge_same_entity(by_key: dict[str, Mention]) -> None:
     """Two mentions that resolved to one stored entity become one Mention."""
     by_entity: dict[str, Mention] = {}
@@ -307,6 +324,7 @@ def _merge_same_entity(by_key: dict[str, Mention]) -> None:
         if first is not mention:
             if mention.how == "agent-confirmed":
                 first.how, first.rationale = mention.how, mention.rationale
+            first.new_but_exists = first.new_but_exists or mention.new_but_exists
             for alias in [mention.name, *mention.aliases]:
                 if key(alias) not in first.keys:
                     first.keys.add(key(alias))

@@ -181,6 +181,7 @@ async def _store(
         await entities.plan(conn, scope, choices, by_key, referenced, vectors, limits)
     with steps.step("active_edges"):
         planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
+    entities.refuse_new_that_exists([m for p in planned for m in (p.source, p.target)])
     with steps.step("deferral_bookkeeping"):
         await _track_deferrals(conn, caller, scope, args, deferred)
 

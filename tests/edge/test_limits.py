@@ -114,7 +114,23 @@ async def test_browser_origins_not_allowed_are_403_and_configured_ones_pass(stac
     assert configured.status_code == 200
     assert not_on_this_edge.status_code == 403
     assert no_token_evil.status_code == 403  # refused before authentication is even tried
-    assert edge_port != port and other_port.status_code == 403
+    assert edge_port != port and other_port.status_code == 200  # a page on this machine, another port
+
+
+async def test_any_loopback_origin_passes_and_look_alikes_do_not(stack: EchoStack) -> None:
+    """A browser-based client on this machine (the Inspector on :6274) may call; foreign pages may not."""
+    token = stack.issue_token("cursor")
+    loopback = ["http://localhost:6274", "http://127.0.0.1:3000", "http://[::1]:8080", "http://localhost",
+                "https://127.0.0.1:8443"]
+    foreign = ["http://localhost.evil.com", "http://localhost:6274.evil.com", "http://127.0.0.1.nip.io:6274",
+               "http://evil.com:6274", "null", "http://localhost:", "http://localhost:80abc", "file://"]
+    async with httpx2.AsyncClient(timeout=10) as http:
+        for origin in loopback:
+            response = await http.post(stack.url, json=INIT, headers=_headers(token, Origin=origin))
+            assert response.status_code == 200, origin
+        for origin in foreign:
+            response = await http.post(stack.url, json=INIT, headers=_headers(token, Origin=origin))
+            assert response.status_code == 403, origin
 
 
 async def test_a_foreign_host_header_is_refused_on_a_loopback_edge(stack: EchoStack) -> None:

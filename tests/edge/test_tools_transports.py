@@ -96,6 +96,7 @@ async def _stdio_client(stack: EchoStack, token: str) -> AsyncIterator[Client]:
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/tmp"),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),  # the tree under test, not the venv's install
         "ECHO_MEMORY_NATS_URL": stack.nats_url,
         "ECHO_MEMORY_ORG": stack.org,
         "ECHO_MEMORY_TOKEN": token,

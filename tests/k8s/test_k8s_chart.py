@@ -23,6 +23,7 @@ VERSIONS = newest_k8s_minors()
 NS = "memsys"
 SERVICES = ["audit", "causal", "consolidation", "edge", "reindex", "retrieval", "writes"]
 SERVICE_MONITOR_API = "monitoring.coreos.com/v1/ServiceMonitor"
+SEED = "chart-tests-seed"
 
 Render = Callable[..., list[dict[str, Any]]]
 
@@ -49,7 +50,8 @@ def render(helm_bin: pathlib.Path, chart_dir: pathlib.Path, tmp_path_factory: py
             return [doc for doc in yaml.safe_load_all(seen[key]) if doc]
         path = tmp / f"values-{len(seen)}.yaml"
         path.write_text(yaml.safe_dump(values))
-        args = ["template", "rel", str(chart_dir), "-n", NS, "-f", str(path), "--kube-version", kube_version]
+        args = ["template", "rel", str(chart_dir), "-n", NS, "-f", str(path), "--kube-version", kube_version,
+                "--set", f"natsAuth.seed={SEED}"]  # `helm template` has no cluster to keep a generated token
         for api in api_versions:
             args += ["--api-versions", api]
         seen[key] = helm(helm_bin, *args).stdout
@@ -315,7 +317,8 @@ def test_notes_tell_the_next_kubectl_apply(helm_bin: pathlib.Path, chart_dir: pa
     import jsonschema
     from k8s_support import closed_schema
 
-    out = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client")
+    out = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client",
+               "--set", f"natsAuth.seed={SEED}")
     notes = out.stdout.split("NOTES:", 1)[1]
     assert f"kubectl wait -n {NS} --for=condition=Ready memoryorg/acme" in notes
     manifest = notes.split("<<'YAML'\n", 1)[1].split("  YAML\n", 1)[0]

@@ -54,7 +54,8 @@ def _value(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **
 
 def _dashboard(helm_bin: pathlib.Path, tmp_path: pathlib.Path) -> dict[str, Any]:
     chart = strip_dependencies(CHART, tmp_path / "echo-memory")
-    out = subprocess.run([str(helm_bin), "template", "rel", str(chart), "--set", "dashboard.enabled=true"],
+    out = subprocess.run([str(helm_bin), "template", "rel", str(chart), "--set", "dashboard.enabled=true",
+                          "--set", "natsAuth.seed=dashboard-test"],
                          capture_output=True, text=True, check=True, timeout=60).stdout
     [config_map] = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "ConfigMap"
                     and d["metadata"]["name"].endswith("-dashboard")]

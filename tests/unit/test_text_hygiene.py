@@ -37,7 +37,7 @@ VALID: dict[str, dict[str, Any]] = {
     "RegisterDocumentsInput": {"project": "billing", "documents": [{"path": "CLAUDE.md", "content": "hi"}]},
     "DocumentIn": {"path": "docs/CLAUDE.md", "content": "# Notes\n\tindented\r\n"},
     "TokenCreateInput": {"agent_id": "agent-1", "read_scopes": ["shared"], "write_scopes": ["shared"]},
-    "TokenVerifyInput": {"token": "em_fake_token"},
+    "TokenVerifyInput": {"token_hash": "0" * 64},
     "NoArgs": {},
     "TokenRevokeInput": {"token_id": "t-1", "agent_id": "agent-1"},
     "ScopeCreateInput": {"name": "ops", "description": "operations"},

@@ -128,3 +128,23 @@ async def test_a_causal_hint_added_later_is_a_new_version_audited_as_post_hoc(st
     assert rows == [("causal_hint_added", True, old["fact_id"], "caused_by")]
     origin = await sql(stack.database_url, "SELECT hint_origin FROM facts WHERE id = %s", (new["fact_id"],))
     assert origin == [("post_hoc",)]
+
+
+async def test_a_retry_without_a_key_after_declaring_an_entity_new_answers_unchanged(stack: EchoStack) -> None:
+    """The retry of a call that created an entity it declared new restates it: safe, nothing stored twice."""
+    declared = {**episode([("Ledger v2", "service"), ("Payments service", "service")],
+                          [fact("Payments service", "Ledger v2", "writes to", "Payments writes to Ledger v2.")]),
+                "entity_resolutions": [{"mention": "Ledger v2", "entity_id": "new", "rationale": "a new ledger"}]}
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        _, first = await call(client, "write_episode", declared)
+        after_first = await counts(stack.database_url)
+        is_error, retry = await call(client, "write_episode", declared)
+        changed = {**declared, "facts": [fact("Payments service", "Ledger v2", "writes to",
+                                              "Payments writes every refund to Ledger v2.")]}
+        refused, conflict = await call(client, "write_episode", changed)
+    assert first["stored"] is True
+    assert not is_error and retry["stored"] is False and retry["not_stored"] == "unchanged", retry
+    assert [r["fact_id"] for r in retry["restated"]] == [e["fact_id"] for e in first["edges_created"]]
+    assert await counts(stack.database_url) == after_first
+    # A real change under the same "new" claim is still refused: the name belongs to an entity now.
+    assert refused and conflict["error"]["code"] == "invalid_argument" and "already has that name" in conflict["error"]["message"]
