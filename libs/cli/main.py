@@ -12,17 +12,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pydantic import ValidationError
-
-from libs.config import load_settings
-from libs.contracts.errors import EchoError
-
 COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.system_commands",
     "libs.cli.admin_commands",
     "libs.cli.retrieval_commands",
     "libs.cli.audit_commands",
     "libs.cli.client_commands",
+    "libs.cli.hook_commands",
     "libs.cli.docs_commands",
 )
 
@@ -46,7 +42,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sentence on stderr and exit code 1. Anything else is a bug and keeps its traceback on purpose:
     hiding it would make bugs look like conditions.
     """
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["hook"]:
+        # A client runs this before every prompt: only the tiny hook runtime is imported.
+        from libs.hookrun import main as hook_main
+
+        return hook_main(words[1:])
+    from pydantic import ValidationError
+
+    from libs.config import load_settings
+    from libs.contracts.errors import EchoError
+
+    args = build_parser().parse_args(words)
     prefix = f"echo-memory {args.command}"
     try:
         settings = load_settings()
