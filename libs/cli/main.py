@@ -6,11 +6,14 @@ Each command group lives in its own module with `register(subparsers)`, which se
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.system_commands",
@@ -28,6 +31,8 @@ PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a writer whose read
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse  # here, not at the top: `echo-memory hook` never parses with it
+
     parser = argparse.ArgumentParser(prog="echo-memory", description="One shared memory for your AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:

@@ -11,7 +11,6 @@ import json
 import os
 import sys
 import time
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -89,6 +88,8 @@ def main(argv: Sequence[str]) -> int:
     try:
         out = run(action, client, sys.stdin.read())
     except BaseException as exc:  # noqa: BLE001 - fail open, but say why in the log
+        import traceback
+
         _log(client, f"{action} failed: {type(exc).__name__}: {exc} | {traceback.format_exc(limit=3)!r}")
         return 0
     if out:

@@ -8,8 +8,7 @@ is recognised, so a hook never answers in a shape its caller cannot read.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 CLIENT_NAMES = ("claude-code", "codex", "gemini", "cursor", "vscode")
 
@@ -30,8 +29,7 @@ CAPTURE_EVENT = {
 }
 
 
-@dataclass(frozen=True)
-class HookInput:
+class HookInput(NamedTuple):
     """What a hook needs from any client's payload; None where that client does not say."""
 
     client: str
