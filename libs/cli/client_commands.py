@@ -119,19 +119,13 @@ def _revoke_unwritten(settings: Settings, issued: list[str]) -> None:
 async def _revoke_token(settings: Settings, token: str) -> str:
     """Revoke `token` on the local system; returns what happened, as a sentence part."""
     from libs.cli.connection import admin_call
-    from libs.contracts.admin import TokenListResult, TokenVerifyResult
-    from libs.contracts.tokens import display_prefix
+    from libs.contracts.admin import TokenVerifyResult
 
     verified = TokenVerifyResult.model_validate(await admin_call(settings, "writes", "token_verify", {"token": token}))
-    if not verified.valid:
+    if not verified.valid or verified.token_id is None:
         return "was already invalid here"
-    listed = TokenListResult.model_validate(await admin_call(settings, "writes", "token_list", {}))
-    matches = [t for t in listed.tokens if t.revoked_at is None and t.agent_id == verified.agent_id
-               and t.prefix == display_prefix(token)]
-    if len(matches) != 1:
-        return f"could not be told apart from agent '{verified.agent_id}''s other tokens; revoke it by id"
-    await admin_call(settings, "writes", "token_revoke", {"token_id": matches[0].token_id})
-    return f"revoked (token id {matches[0].token_id})"
+    await admin_call(settings, "writes", "token_revoke", {"token_id": verified.token_id})
+    return f"was revoked (token id {verified.token_id})"
 
 
 def _revoke_replaced(settings: Settings, replaced: dict[str, str]) -> None:
