@@ -66,7 +66,7 @@ def _same_project(item_project: str | None, project: str | None) -> bool:
 
 def filtered(result: dict[str, Any], session_id: str | None, project: str | None) -> dict[str, Any]:
     """`result` without the current session's own items and other projects' items, renumbered."""
-    kept = []
+    kept: list[dict[str, Any]] = []
     for item in result.get("results", []):
         prov = item.get("provenance") or {}
         if session_id and prov.get("session_id") == session_id:
