@@ -234,6 +234,7 @@ def plan_hook_tokens(tokens: dict[str, tuple[str, str | None] | None], home_dir:
     if not clients:
         return FileChange(path, before, None, "hook credentials")
     after_data: dict[str, Any] = {"clients": dict(sorted(clients.items()))}
+    home_dir = home_dir or data.get("home")  # removing one client keeps the others' data directory
     if home_dir:
         after_data["home"] = home_dir
     after = json.dumps(after_data, indent=2) + "\n"
