@@ -8,7 +8,8 @@ way `hooks install` does (the hook's token and the edge URL in hook-tokens.json)
 JSON on stdin, one at a time, and times each from spawn to exit. Also times, the same way, a
 trivial prompt (start, parse, skip: the floor of any hook) and `python -c pass` (the interpreter
 alone), and in-process the MCP round trips alone (initialize, tools/call, DELETE). Prints JSON.
-The same hook command can be timed with hyperfine; the script prints that command line too.
+With hyperfine on PATH it also times the installed command (`…/bin/echo-memory hook recall`, the
+line install writes into the client's hook file) and `python -c pass` with hyperfine itself.
 A measurement, not a test.
 """
 
@@ -18,6 +19,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,15 @@ def _stats(values: list[float]) -> dict[str, float]:
     ms = [v * 1000 for v in values]
     return {"p50_ms": round(percentile(ms, 50), 1), "p95_ms": round(percentile(ms, 95), 1),
             "min_ms": round(min(ms), 1), "runs": len(ms)}
+
+
+def _hyperfine(commands: list[str], runs: int, env: dict[str, str], work: Path) -> dict[str, Any]:
+    """hyperfine's own timing of each command (its shell start subtracted), as p50/p95."""
+    out = work / "hyperfine.json"
+    subprocess.run(["hyperfine", "--shell=bash", "--warmup", "3", "--runs", str(runs), "--export-json", str(out),
+                    *commands], env=env, check=True, capture_output=True, timeout=900)
+    results = json.loads(out.read_text())["results"]
+    return {r["command"]: _stats(r["times"]) for r in results}
 
 
 def _run(argv: list[str], stdin: str, env: dict[str, str]) -> float:
@@ -97,14 +108,17 @@ async def _measure(runs: int, facts: int) -> dict[str, Any]:
             rpc.append(time.perf_counter() - start)
         stdin = config / "payload.json"
         stdin.write_text(payload(PROMPTS[0]))
+        installed = f"{Path(sys.executable).with_name('echo-memory')} hook recall --client claude-code < {stdin}"
+        figures = {}
+        if shutil.which("hyperfine"):
+            figures = await asyncio.to_thread(_hyperfine, [installed, f"{sys.executable} -c pass"], runs, env, config)
         return {
             "facts": facts, "cores": os.cpu_count(),
             "recall_hook_process": _stats(full),
             "trivial_prompt_process": _stats(trivial),
             "python_c_pass": _stats(bare),
             "mcp_round_trips_in_process": _stats(rpc),
-            "hyperfine": (f"ECHO_MEMORY_CONFIG_DIR={config} hyperfine -N --warmup 3 --input {stdin} "
-                          f"'{' '.join(hook)}'  # while this stack runs"),
+            "hyperfine_installed_command": figures or "hyperfine is not installed",
         }
 
 
