@@ -22,10 +22,15 @@ def register(sub: Any) -> None:
     from libs.clients import CLIENTS
 
     names = sorted(CLIENTS)
-    install = sub.add_parser("install", help="wire one MCP client to Echo Memory (shows the diff first)")
-    install.add_argument("--for", dest="client", required=True, choices=names)
+    install = sub.add_parser(
+        "install",
+        help="wire MCP clients to Echo Memory: --for CLIENT, or --global alone for every client found "
+             "(MCP entry, instructions, skill, hooks; shows the diff first)",
+    )
+    install.add_argument("--for", dest="client", choices=names)
     _scope_args(install)
     install.add_argument("--token", help="use this token instead of issuing one for the client's agent id")
+    install.add_argument("--no-hooks", action="store_true", help="leave the client's hook files alone")
     install.set_defaults(func=install_cmd)
 
     uninstall = sub.add_parser("uninstall", help="remove exactly what install added for a client")
@@ -33,8 +38,9 @@ def register(sub: Any) -> None:
     _scope_args(uninstall)
     uninstall.set_defaults(func=uninstall_cmd)
 
-    adopt = sub.add_parser("adopt", help="wire every MCP client found on this machine, one agent id each")
+    adopt = sub.add_parser("adopt", help="the same as `install --global`: every client found, one agent id each")
     adopt.add_argument("--yes", action="store_true", help="write without asking")
+    adopt.add_argument("--no-hooks", action="store_true", help="leave the clients' hook files alone")
     adopt.set_defaults(func=adopt_cmd)
 
     connect = sub.add_parser("connect", help="use a remote edge (URL TOKEN) or, with --local, this machine's system")
@@ -73,12 +79,16 @@ def _local_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def _connection(settings: Settings):  # type: ignore[no-untyped-def]
+def _connection(settings: Settings, project: Path | None = None):  # type: ignore[no-untyped-def]
+    """(Connection, RemoteEdge or None). Project files get the bare command on PATH and no machine paths."""
     from libs.clients import Connection, echo_memory_command, load_remote
+    from libs.clients.plan import PROJECT_COMMAND
 
     remote = load_remote()
     if remote is not None:
         return Connection(kind="http", url=remote.url), remote
+    if project is not None:
+        return Connection(kind="stdio", command=PROJECT_COMMAND), None
     return Connection(kind="stdio", command=echo_memory_command(), env=_local_env(settings)), None
 
 
@@ -106,9 +116,44 @@ def _revoke_unwritten(settings: Settings, issued: list[str]) -> None:
         eventloop.run(_revoke(settings, issued), use_uvloop=settings.uvloop)
 
 
-def _confirm_and_apply(changes: list, yes: bool) -> int | None:  # type: ignore[type-arg]
+async def _revoke_token(settings: Settings, token: str) -> str:
+    """Revoke `token` on the local system; returns what happened, as a sentence part."""
+    from libs.cli.connection import admin_call
+    from libs.contracts.admin import TokenVerifyResult
+    from libs.contracts.tokens import hash_token
+
+    verified = TokenVerifyResult.model_validate(
+        await admin_call(settings, "writes", "token_verify", {"token_hash": hash_token(token)})
+    )
+    if not verified.valid or verified.token_id is None:
+        return "was already invalid here"
+    await admin_call(settings, "writes", "token_revoke", {"token_id": verified.token_id})
+    return f"was revoked (token id {verified.token_id})"
+
+
+def _revoke_replaced(settings: Settings, replaced: dict[str, str]) -> None:
+    """Revoke each token a client's file held before this install replaced it with another."""
+    from libs.clients.files import mask_tokens
+    from libs.contracts.errors import EchoError
+    from libs.contracts.tokens import org_of
+
+    for label, token in replaced.items():
+        shown = mask_tokens(token)
+        if org_of(token) != settings.org:
+            print(f"echo-memory: {label}: the token it held before ({shown}) belongs to another system; "
+                  "revoke it there")
+            continue
+        try:
+            outcome = eventloop.run(_revoke_token(settings, token), use_uvloop=settings.uvloop)
+        except EchoError as exc:
+            outcome = f"could not be revoked ({exc.message}); run `echo-memory token list` and revoke it"
+        print(f"echo-memory: {label}: the token it held before ({shown}) {outcome}")
+
+
+def _confirm_and_apply(changes: list, yes: bool, project: Path | None = None) -> int | None:  # type: ignore[type-arg]
     """Show the diff and write on confirmation. Returns 0 (written or nothing to do), 1 (declined)."""
     from libs.clients import apply_changes
+    from libs.clients.remote import config_dir
 
     pending = [c for c in changes if c.changed]
     if not pending:
@@ -123,7 +168,7 @@ def _confirm_and_apply(changes: list, yes: bool) -> int | None:  # type: ignore[
         if answer not in ("y", "yes"):
             print("echo-memory: nothing was written")
             return 1
-    backups = apply_changes(pending)
+    backups = apply_changes(pending, backup_dir=config_dir() / "backups", project=project)
     for change in pending:
         print(f"{'removed' if change.after is None else 'wrote'} {change.path}")
     for backup in backups:
@@ -131,7 +176,8 @@ def _confirm_and_apply(changes: list, yes: bool) -> int | None:  # type: ignore[
     return 0
 
 
-def _apply_or_revoke(settings: Settings, changes: list, yes: bool, issued: list[str]) -> int:  # type: ignore[type-arg]
+def _apply_or_revoke(settings: Settings, changes: list, yes: bool, issued: list[str],  # type: ignore[type-arg]
+                     project: Path | None = None) -> int:
     """Write `changes` on confirmation; when nothing was written, revoke the tokens issued for them.
 
     Returns 0 when written (or nothing to do), 1 when declined or a file could not be written.
@@ -139,7 +185,7 @@ def _apply_or_revoke(settings: Settings, changes: list, yes: bool, issued: list[
     from libs.clients import ConfigError
 
     try:
-        code = _confirm_and_apply(changes, yes)
+        code = _confirm_and_apply(changes, yes, project)
     except ConfigError as exc:
         code = _err(str(exc))
     if code:
@@ -147,50 +193,164 @@ def _apply_or_revoke(settings: Settings, changes: list, yes: bool, issued: list[
     return code or 0
 
 
+class _Tokens:
+    """Chooses each client's token: its own agent id, kept across installs and across `connect`."""
+
+    def __init__(self, settings: Settings, home: Path, remote: Any) -> None:
+        self.settings, self.home, self.remote = settings, home, remote
+        self.issued: list[str] = []  # token ids issued by this command (revoked if nothing is written)
+        self.replaced: dict[str, str] = {}  # client label -> token its file held, now replaced
+        self.notes: dict[str, str] = {}
+
+    def for_client(self, client: Any, explicit: str | None) -> str:
+        """The literal token for `client`'s user-level files.
+
+        Raises:
+            ConfigError: a remote edge that accepts neither the client's token nor one issued here.
+            EchoError: issuing a token failed (NotRunning, BusUnreachable among them).
+        """
+        from libs.clients import ConfigError, existing_token
+        from libs.contracts.tokens import org_of
+
+        current = existing_token(client, self.home, None)
+        token = explicit
+        note = "given token"
+        if token is None and current is not None:
+            if self.remote is None:
+                usable = org_of(current) == self.settings.org
+            else:
+                usable = eventloop.run(_check_edge(self.remote.url, current), use_uvloop=self.settings.uvloop) is None
+            if usable:
+                token, note = current, "keeps its token"
+        if token is None:
+            if self.remote is not None and self.remote.org != self.settings.org:
+                raise ConfigError(
+                    f"{client.label} needs its own token on {self.remote.url} (org '{self.remote.org}'): ask its "
+                    f"admin for `echo-memory token create --agent {client.agent_id}` and run "
+                    f"`echo-memory install --for {client.name} --token TOKEN`; nothing was changed")
+            token, token_id = eventloop.run(_issue(self.settings, client.agent_id), use_uvloop=self.settings.uvloop)
+            self.issued.append(token_id)
+            note = "new token"
+            if self.remote is not None:
+                problem = eventloop.run(_check_edge(self.remote.url, token), use_uvloop=self.settings.uvloop)
+                if problem:
+                    raise ConfigError(
+                        f"the remote edge does not accept a token issued by this machine's system ({problem}); "
+                        f"pass {client.label}'s own token with --token; nothing was changed")
+        if current is not None and current != token:
+            self.replaced[client.label] = current
+        self.notes[client.name] = note
+        return token
+
+
+def _hook_url(conn: Any) -> str | None:
+    return str(conn.url) if conn.kind == "http" else None
+
+
 def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
-    """Plan, show and write one client's MCP entry and instructions."""
+    """Plan, show and write one client's (or, with --global alone, every found client's) files.
+
+    Each client gets its MCP entry under its own agent id, instructions, the echo-memory skill and
+    (unless --no-hooks) recall/capture hooks. Returns 0 when written or up to date, 1 otherwise.
+    """
+    if args.client is None:
+        if not args.global_:
+            return _err("give --for CLIENT, or --global alone to wire every client found on this machine")
+        return _install_all(settings, yes=args.yes, hooks=not args.no_hooks, token=args.token)
     from libs.cli.connection import NotRunning
-    from libs.clients import CLIENTS, ConfigError, existing_token, plan_install
+    from libs.clients import CLIENTS, ConfigError
+    from libs.clients.hooks import HOOKS
+    from libs.clients.plan import PROJECT_COMMAND, plan_client, plan_credentials
     from libs.contracts.errors import EchoError
 
     client = CLIENTS[args.client]
     home = _home()
     project = Path(args.project).resolve() if args.project else None
-    issued: list[str] = []
+    tokens: _Tokens | None = None
     try:
-        conn, remote = _connection(settings)
-        token: str | None = None
-        if project is None:
-            if args.token:
-                token = args.token
-            elif remote is not None:
-                token = remote.token
-            else:
-                token = existing_token(client, home, None)
-                if token is None:
-                    token, token_id = eventloop.run(_issue(settings, client.agent_id), use_uvloop=settings.uvloop)
-                    issued.append(token_id)
-        changes = plan_install(client, home, project, conn, token)
+        conn, remote = _connection(settings, project)
+        tokens = _Tokens(settings, home, remote)
+        token = None if project is not None else tokens.for_client(client, args.token)
+        executable = PROJECT_COMMAND if project is not None else _executable()
+        changes = plan_client(client, home, project, conn, token, executable, hooks=not args.no_hooks)
+        if token is not None and not args.no_hooks and client.name in HOOKS:
+            changes += plan_credentials({client.name: (token, _hook_url(conn))}, str(settings.home))
     except (ConfigError, EchoError, NotRunning) as exc:
-        _revoke_unwritten(settings, issued)  # planning failed after the token was issued
+        _revoke_unwritten(settings, tokens.issued if tokens else [])  # planning failed after a token was issued
         return _err(getattr(exc, "message", None) or str(exc))
     print(f"echo-memory: {client.label} → {remote.url if remote else LOCAL_NOTE}"
-          + (f" as agent '{client.agent_id}'" if issued else ""))
-    code = _apply_or_revoke(settings, changes, args.yes, issued)
-    if code == 0 and project is not None:
-        print(f"echo-memory: the project config reads the token from ${'ECHO_MEMORY_TOKEN'}; create one with "
-              f"`echo-memory token create --agent {client.agent_id}` and export it")
+          + (f" as agent '{client.agent_id}'" if tokens.issued else ""))
+    code = _apply_or_revoke(settings, changes, args.yes, tokens.issued, project)
+    if code == 0:
+        _revoke_replaced(settings, tokens.replaced)
+        if project is not None:
+            print(f"echo-memory: the project config reads the token from $ECHO_MEMORY_TOKEN; create one with "
+                  f"`echo-memory token create --agent {client.agent_id}` and export it")
+        _hook_notes([client.name], args.no_hooks)
+    return code
+
+
+def _executable() -> str:
+    from libs.clients import echo_memory_command
+
+    return echo_memory_command()
+
+
+def _hook_notes(names: list[str], no_hooks: bool) -> None:
+    if not no_hooks and "codex" in names:
+        print("echo-memory: Codex runs new hooks only after you trust them: open `/hooks` in Codex once")
+
+
+def _install_all(settings: Settings, *, yes: bool, hooks: bool, token: str | None) -> int:
+    """Every client found: its own agent id and token, instructions, skill, hooks; one combined diff."""
+    from libs.cli.connection import NotRunning
+    from libs.clients import ConfigError, detect_clients
+    from libs.clients.hooks import HOOKS
+    from libs.clients.plan import plan_client, plan_credentials
+    from libs.contracts.errors import EchoError
+
+    if token is not None:
+        return _err("--token names one agent; with --global every client gets its own (use --for CLIENT --token)")
+    home = _home()
+    found = detect_clients(home)
+    if not found:
+        print(f"echo-memory: no MCP client configuration found under {home}")
+        return 0
+    changes = []
+    tokens: _Tokens | None = None
+    try:
+        conn, remote = _connection(settings)
+        tokens = _Tokens(settings, home, remote)
+        credentials: dict[str, tuple[str, str | None] | None] = {}
+        for client in found:
+            literal = tokens.for_client(client, None)
+            print(f"echo-memory: {client.label}: agent '{client.agent_id}' ({tokens.notes[client.name]})")
+            changes += plan_client(client, home, None, conn.for_client(client), literal, _executable(), hooks=hooks)
+            if hooks and client.name in HOOKS:
+                credentials[client.name] = (literal, _hook_url(conn.for_client(client)))
+        changes += plan_credentials(credentials, str(settings.home))
+    except (ConfigError, EchoError, NotRunning) as exc:
+        _revoke_unwritten(settings, tokens.issued if tokens else [])
+        return _err(getattr(exc, "message", None) or str(exc))
+    code = _apply_or_revoke(settings, changes, yes, tokens.issued)
+    if code == 0:
+        _revoke_replaced(settings, tokens.replaced)
+        _hook_notes([c.name for c in found], not hooks)
     return code
 
 
 def uninstall_cmd(settings: Settings, args: argparse.Namespace) -> int:
-    from libs.clients import CLIENTS, ConfigError, plan_uninstall
+    """Remove exactly what install added for the client (entry, instructions, skill, hooks)."""
+    from libs.clients import CLIENTS, ConfigError
+    from libs.clients.plan import plan_client_removal, plan_credentials
 
     client = CLIENTS[args.client]
     project = Path(args.project).resolve() if args.project else None
     try:
-        changes = plan_uninstall(client, _home(), project)
-        code = _confirm_and_apply(changes, args.yes)
+        changes = plan_client_removal(client, _home(), project)
+        if project is None:
+            changes += [c for c in plan_credentials({client.name: None}, str(settings.home)) if c.before is not None]
+        code = _confirm_and_apply(changes, args.yes, project)
     except ConfigError as exc:
         return _err(str(exc))
     if code == 0:
@@ -200,36 +360,8 @@ def uninstall_cmd(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def adopt_cmd(settings: Settings, args: argparse.Namespace) -> int:
-    """Find every configured client, give each its own agent id and token, write on confirmation."""
-    from libs.cli.connection import NotRunning
-    from libs.clients import ConfigError, detect_clients, existing_token, plan_install
-    from libs.contracts.errors import EchoError
-
-    home = _home()
-    found = detect_clients(home)
-    if not found:
-        print(f"echo-memory: no MCP client configuration found under {home}")
-        return 0
-    issued: list[str] = []
-    changes = []
-    try:
-        conn, remote = _connection(settings)
-        if remote is not None:
-            return _err("adopt issues one token per client as the local admin; with a remote edge, ask its admin "
-                        "for a token per client and run `echo-memory install --for CLIENT --token TOKEN`")
-        for client in found:
-            token = existing_token(client, home, None)
-            note = "keeps its token"
-            if token is None:
-                token, token_id = eventloop.run(_issue(settings, client.agent_id), use_uvloop=settings.uvloop)
-                issued.append(token_id)
-                note = "new token"
-            print(f"echo-memory: {client.label}: agent '{client.agent_id}' ({note})")
-            changes += plan_install(client, home, None, conn, token)
-    except (ConfigError, EchoError, NotRunning) as exc:
-        _revoke_unwritten(settings, issued)
-        return _err(getattr(exc, "message", None) or str(exc))
-    return _apply_or_revoke(settings, changes, args.yes, issued)
+    """`install --global`: every configured client, each with its own agent id and token."""
+    return _install_all(settings, yes=args.yes, hooks=not args.no_hooks, token=None)
 
 
 def connect_cmd(settings: Settings, args: argparse.Namespace) -> int:

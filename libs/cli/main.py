@@ -6,16 +6,14 @@ Each command group lives in its own module with `register(subparsers)`, which se
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from libs.config import load_settings
-from libs.contracts.errors import EchoError
+if TYPE_CHECKING:
+    import argparse
 
 COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.system_commands",
@@ -24,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.audit_commands",
     "libs.cli.health_commands",
     "libs.cli.client_commands",
+    "libs.cli.hook_commands",
     "libs.cli.docs_commands",
     "libs.cli.calibrate_commands",
 )
@@ -34,6 +33,8 @@ PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a writer whose read
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse  # here, not at the top: `echo-memory hook` never parses with it
+
     parser = argparse.ArgumentParser(prog="echo-memory", description="One shared memory for your AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -48,7 +49,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sentence on stderr and exit code 1. Anything else is a bug and keeps its traceback on purpose:
     hiding it would make bugs look like conditions.
     """
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["hook"]:
+        # A client runs this before every prompt: only the tiny hook runtime is imported.
+        from libs.hookrun import main as hook_main
+
+        return hook_main(words[1:])
+    from pydantic import ValidationError
+
+    from libs.config import load_settings
+    from libs.contracts.errors import EchoError
+
+    args = build_parser().parse_args(words)
     prefix = f"echo-memory {args.command}"
     try:
         settings = load_settings()

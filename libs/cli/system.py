@@ -14,8 +14,9 @@ import psutil
 from libs import eventloop
 from libs.cli.connection import admin_call
 from libs.config import Settings
-from libs.contracts.admin import StatusResult, TokenCreateResult
+from libs.contracts.admin import StatusResult, TokenCreateResult, TokenVerifyResult
 from libs.contracts.errors import EchoError, SchemaTooNew
+from libs.contracts.tokens import hash_token
 from libs.store.access import DEFAULT_GRANTS
 from libs.supervisor.leftovers import stop_leftovers
 from libs.supervisor.nats import NatsError
@@ -57,26 +58,57 @@ def up(settings: Settings, *, detach: bool = False, quickstart: bool = False) ->
 
 
 def _print_client_line(settings: Settings, edge_url: str) -> int:
+    """Print the user-scoped `claude mcp add` line and how to wire every client.
+
+    The token is kept (0600) in the data directory and reused while it stays valid, so each start
+    does not leave another active token behind.
+    """
     try:
-        created = TokenCreateResult.model_validate(
-            eventloop.run(
-                admin_call(settings, "writes", "token_create",
-                           {"agent_id": QUICKSTART_AGENT, "read_scopes": list(DEFAULT_GRANTS),
-                            "write_scopes": list(DEFAULT_GRANTS)}),
-                use_uvloop=settings.uvloop,
-            )
-        )
+        token, agent, reused = _quickstart_token(settings)
     except EchoError as exc:
         print(f"echo-memory: could not issue a token: {exc.message}", file=sys.stderr)
         return 1
-    print(f"echo-memory: token for agent '{created.agent_id}': {created.token}")
-    print("echo-memory: connect Claude Code with:")
+    print(f"echo-memory: token for agent '{agent}'{' (kept from an earlier start)' if reused else ''}: {token}")
+    print("echo-memory: connect Claude Code, for every project of this user, with:")
     print(
-        f"  claude mcp add --transport http echo-memory {edge_url} "
-        f'--header "Authorization: Bearer {created.token}"',
+        f"  claude mcp add --scope user --transport http echo-memory {edge_url} "
+        f'--header "Authorization: Bearer {token}"',
         flush=True,
     )
+    print("echo-memory: or wire every client found on this machine (MCP entry with its own agent id, "
+          "instructions, skill, recall/capture hooks; shows the diff first) with:")
+    print("  echo-memory install --global", flush=True)
     return 0
+
+
+QUICKSTART_TOKEN_FILE = "quickstart-token"
+
+
+def _quickstart_token(settings: Settings) -> tuple[str, str, bool]:
+    """(token, agent id, reused): the saved quickstart token while the system still accepts it, else a new one."""
+    path = settings.home.expanduser() / QUICKSTART_TOKEN_FILE
+    try:
+        saved = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        saved = ""
+    if saved:
+        verified = TokenVerifyResult.model_validate(eventloop.run(
+            admin_call(settings, "writes", "token_verify", {"token_hash": hash_token(saved)}), use_uvloop=settings.uvloop))
+        if verified.valid and verified.agent_id:
+            return saved, verified.agent_id, True
+    created = TokenCreateResult.model_validate(
+        eventloop.run(
+            admin_call(settings, "writes", "token_create",
+                       {"agent_id": QUICKSTART_AGENT, "read_scopes": list(DEFAULT_GRANTS),
+                        "write_scopes": list(DEFAULT_GRANTS)}),
+            use_uvloop=settings.uvloop,
+        )
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(created.token + "\n")
+    os.chmod(path, 0o600)  # an older file keeps its mode through O_TRUNC
+    return created.token, created.agent_id, False
 
 
 def _detach(settings: Settings, quickstart: bool) -> int:

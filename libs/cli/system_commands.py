@@ -14,7 +14,7 @@ def register(sub: Any) -> None:
     up = sub.add_parser("up", help="start Postgres, NATS, every service and the MCP edge (foreground)")
     up.add_argument("--detach", action="store_true", help="run in the background")
     up.set_defaults(func=lambda s, a: _up(s, a, quickstart=False))
-    quick = sub.add_parser("quickstart", help="up + schema + a fresh token + the `claude mcp add` line")
+    quick = sub.add_parser("quickstart", help="up + schema + a token kept across starts + the user-scoped `claude mcp add` line")
     quick.add_argument("--detach", action="store_true", help="run in the background")
     quick.set_defaults(func=lambda s, a: _up(s, a, quickstart=True))
     down = sub.add_parser("down", help="stop the system started by `up`")

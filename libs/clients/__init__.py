@@ -1,7 +1,8 @@
-"""Wiring MCP clients (Claude Code, Cursor, Codex, Claude Desktop, VS Code) to Echo Memory.
+"""Wiring MCP clients (Claude Code, Cursor, Codex, Claude Desktop, VS Code, Gemini CLI) to Echo Memory.
 
 `clients` says what each client needs and where; `files` edits config files safely (diff, backup,
-atomic write, refuse invalid files); `remote` keeps this machine's choice of edge. The CLI
+atomic write, refuse invalid files); `remote` keeps this machine's choice of edge; `hooks` plans
+the recall/capture hooks and the skill; `plan` puts a client's whole install together. The CLI
 commands `install`, `uninstall`, `adopt` and `connect` (libs/cli/client_commands.py) use them.
 """
 

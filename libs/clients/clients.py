@@ -81,6 +81,7 @@ def _token_ref(style: str) -> str:
         "claude": "${" + TOKEN_ENV + "}",
         "cursor": "${env:" + TOKEN_ENV + "}",
         "vscode": "${env:" + TOKEN_ENV + "}",
+        "gemini": "${" + TOKEN_ENV + "}",
     }[style]
 
 
@@ -109,6 +110,8 @@ class Client:
                     return {"url": conn.url, "bearer_token_env_var": TOKEN_ENV}
                 return {"url": conn.url, "http_headers": {"Authorization": f"Bearer {token}"}}
             auth = f"Bearer {token if token is not None else _token_ref(self.style)}"
+            if self.style == "gemini":
+                return {"httpUrl": conn.url, "headers": {"Authorization": auth}}
             entry: dict[str, Any] = {"url": conn.url, "headers": {"Authorization": auth}}
             return {"type": "http", **entry} if self.style in ("claude", "vscode") else entry
         env = dict(conn.env)
@@ -181,6 +184,13 @@ CLIENTS: dict[str, Client] = {
                 (project / ".github" / "instructions" / "echo-memory.instructions.md", "owned") if project else None
             ),
             detect=lambda home: _vscode_user_dir(home).is_dir(),
+        ),
+        Client(
+            "gemini", "Gemini CLI",
+            config=lambda home, project: (project or home) / ".gemini" / "settings.json",
+            root_key="mcpServers", style="gemini",
+            instructions=lambda home, project: ((project or home / ".gemini") / "GEMINI.md", "block"),
+            detect=lambda home: (home / ".gemini").is_dir(),
         ),
     )
 }

@@ -33,6 +33,7 @@ class FileChange:
     before: str | None
     after: str | None
     what: str = ""  # a short note shown above the diff: which client and what changes
+    prune_empty_dir: bool = False  # removing the file also removes its directory when that is left empty
 
     @property
     def changed(self) -> bool:
@@ -173,11 +174,19 @@ def _block_span(text: str, begin: str, end: str) -> tuple[int, int] | None:
     return start, stop + len(end)
 
 
-def apply_changes(changes: list[FileChange]) -> list[Path]:
+def holds_token(text: str | None) -> bool:
+    """True when `text` contains an Echo Memory token (such a file must be readable by its owner only)."""
+    return text is not None and _TOKEN_RE.search(text) is not None
+
+
+def apply_changes(changes: list[FileChange], backup_dir: Path | None = None, project: Path | None = None) -> list[Path]:
     """Write every changed file atomically, keeping a backup of each existing one.
 
-    The backup (`<name>.echo-memory.bak`) holds the file as it was just before this write.
-    A file whose `after` is None is removed (after its backup). Returns the backups written.
+    The backup holds the file as it was just before this write: `<name>.echo-memory.bak` next to it,
+    except for files inside `project` (a repository: its history is the backup, and a stray file
+    would get committed), whose backups go under `backup_dir` by their path in the project.
+    A file whose `after` is None is removed (after its backup). Any file that holds a token after
+    the write, or whose backup does, is made 0600. Returns the backups written.
     """
     backups: list[Path] = []
     for change in changes:
@@ -187,21 +196,32 @@ def apply_changes(changes: list[FileChange]) -> list[Path]:
         if current != change.before:
             raise ConfigError(f"{change.path} changed while we were working; run again — nothing was written to it")
         if current is not None:
-            backup = change.path.with_name(change.path.name + BACKUP_SUFFIX)
-            _atomic_write(backup, current, _mode(change.path))
+            backup = _backup_path(change.path, backup_dir, project)
+            _atomic_write(backup, current, _mode(change.path, current))
             backups.append(backup)
         if change.after is None:
             change.path.unlink(missing_ok=True)
+            if change.prune_empty_dir and change.path.parent.is_dir() and not any(change.path.parent.iterdir()):
+                change.path.parent.rmdir()
         else:
-            _atomic_write(change.path, change.after, _mode(change.path))
+            _atomic_write(change.path, change.after, _mode(change.path, change.after))
     return backups
 
 
-def _mode(path: Path) -> int:
+def _backup_path(path: Path, backup_dir: Path | None, project: Path | None) -> Path:
+    if project is not None and backup_dir is not None and path.is_relative_to(project):
+        relative = path.relative_to(project)
+        return backup_dir / project.name / relative.with_name(relative.name + BACKUP_SUFFIX)
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def _mode(path: Path, text: str) -> int:
+    if holds_token(text):
+        return 0o600  # existing files too: a 0644 file that now carries a token is tightened
     try:
         return path.stat().st_mode & 0o777
     except FileNotFoundError:
-        return 0o600  # new files may hold a token: readable by the user only
+        return 0o644  # a new file without a secret, e.g. a project file meant to be committed
 
 
 def _atomic_write(path: Path, text: str, mode: int) -> None:
@@ -226,6 +246,7 @@ __all__ = [
     "apply_changes",
     "check_toml",
     "dump_json",
+    "holds_token",
     "load_json",
     "mask_tokens",
     "read_text",

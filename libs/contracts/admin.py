@@ -30,6 +30,7 @@ class TokenVerifyInput(StrictModel):
 class TokenVerifyResult(BaseModel):
     valid: bool
     agent_id: str | None = None
+    token_id: str | None = Field(None, description="the live token's id (what token_revoke takes); its holder may know it")
     read_scopes: list[str] = Field(default_factory=list)
     write_scopes: list[str] = Field(default_factory=list)
 

@@ -13,7 +13,7 @@ INSERT INTO tokens (token_hash, prefix, agent_id, read_scopes, write_scopes)
 VALUES (%s, %s, %s, %s, %s) RETURNING id
 """
 VERIFY_TOKEN = """
-SELECT agent_id, read_scopes, write_scopes FROM tokens
+SELECT agent_id, read_scopes, write_scopes, id FROM tokens
 WHERE token_hash = %s AND revoked_at IS NULL
 """
 LIST_TOKENS = """

@@ -52,7 +52,8 @@ async def token_verify(conn: psycopg.AsyncConnection, caller: Caller, args: Toke
     row = await (await conn.execute(tokens.VERIFY_TOKEN, (args.token_hash,))).fetchone()
     if row is None or access.is_reserved_agent(row[0]):
         return TokenVerifyResult(valid=False)
-    return TokenVerifyResult(valid=True, agent_id=row[0], read_scopes=list(row[1]), write_scopes=list(row[2]))
+    return TokenVerifyResult(valid=True, agent_id=row[0], read_scopes=list(row[1]), write_scopes=list(row[2]),
+                             token_id=str(row[3]))
 
 
 async def token_list(conn: psycopg.AsyncConnection, caller: Caller, args: NoArgs) -> TokenListResult:

@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from libs.cli.main import main
+from libs.contracts.tokens import hash_token
 from libs.testing import EchoStack
 from libs.testing.stack import tool_error
 
@@ -132,10 +133,16 @@ async def test_connect_points_clients_at_a_remote_edge_and_back(
     assert (await _cli(capsys, "install", "--for", "claude-code", "--yes"))[0] == 0
     assert (await _cli(capsys, "install", "--for", "claude-desktop", "--yes"))[0] == 0
     entry = json.loads((machine / ".claude.json").read_text())["mcpServers"]["echo-memory"]
-    assert entry == {"type": "http", "url": stack.url, "headers": {"Authorization": f"Bearer {token}"}}
-    assert await _status(entry["url"], token) == 200
+    own = entry["headers"]["Authorization"].removeprefix("Bearer ")
+    assert entry == {"type": "http", "url": stack.url, "headers": {"Authorization": f"Bearer {own}"}}
+    assert own != token  # each client writes as itself, never as the machine's connect token
+    assert (await stack.admin_call("writes", "token_verify", {"token_hash": hash_token(own)}))["agent_id"] == "claude-code"
+    assert await _status(entry["url"], own) == 200
     bridge = json.loads((desktop / "claude_desktop_config.json").read_text())["mcpServers"]["echo-memory"]
-    assert bridge["args"] == ["bridge"] and bridge["env"]["ECHO_MEMORY_TOKEN"] == token
+    desktop_token = bridge["env"]["ECHO_MEMORY_TOKEN"]
+    assert bridge["args"] == ["bridge"] and desktop_token not in (token, own)
+    desktop = await stack.admin_call("writes", "token_verify", {"token_hash": hash_token(desktop_token)})
+    assert desktop["agent_id"] == "claude-desktop"
 
     # Claude Desktop's command reaches the remote edge through the stdio bridge.
     env = {"PATH": os.environ["PATH"], "HOME": str(machine), "ECHO_MEMORY_CONFIG_DIR": str(tmp_path / "config"),

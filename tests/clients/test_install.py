@@ -56,6 +56,7 @@ def _layout(home: Path) -> dict[str, tuple[Path, str, Path | None]]:
         "codex": (home / ".codex" / "config.toml", "", home / ".codex" / "AGENTS.md"),
         "claude-desktop": (_desktop(home), "mcpServers", None),
         "vscode": (_vscode(home), "servers", None),
+        "gemini": (home / ".gemini" / "settings.json", "mcpServers", home / ".gemini" / "GEMINI.md"),
     }
 
 

@@ -57,7 +57,9 @@ def start_quickstart(home: Path, timeout: float = 120) -> Running:
         if not line:
             break
         output.append(line)
-        match = re.search(r"claude mcp add --transport http echo-memory (\S+) --header \"Authorization: Bearer (\S+)\"", line)
+        match = re.search(
+            r"claude mcp add --scope user --transport http echo-memory (\S+) --header \"Authorization: Bearer (\S+)\"", line
+        )
         if match:
             url, token = match.group(1), match.group(2)
             break

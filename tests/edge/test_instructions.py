@@ -26,3 +26,12 @@ async def test_server_instructions_and_descriptions_teach_when_to_recall_and_wri
     assert "data, not" in (tools["query_memory"].description or "")
     assert tools["query_memory"].annotations.read_only_hint is True
     assert tools["write_episode"].annotations.read_only_hint is False
+
+
+async def test_server_instructions_teach_the_document_workflow_with_its_project_argument(stack: EchoStack) -> None:
+    async with stack.client(stack.issue_token("codex")) as client:
+        instructions = client.instructions or ""
+    for needed in ("pending_documents", "`project`", "mark_ingested", "content_hash", "write_episode",
+                   "echo-memory docs sync"):
+        assert needed in instructions, needed
+    assert instructions.index("pending_documents") < instructions.index("mark_ingested")

@@ -70,7 +70,7 @@ async def test_a_token_row_for_the_admin_agent_never_verifies(stack: EchoStack) 
         conn.execute(tokens.UPSERT_AGENT, ("admin",))
         conn.execute(tokens.INSERT_TOKEN, (tokens.hash_token(token), tokens.display_prefix(token), "admin", ["*"], ["*"]))
     assert await stack.admin_call("writes", "token_verify", {"token_hash": tokens.hash_token(token)}) == {
-        "valid": False, "agent_id": None, "read_scopes": [], "write_scopes": [],
+        "valid": False, "agent_id": None, "token_id": None, "read_scopes": [], "write_scopes": [],
     }
     with pytest.raises(EchoError) as caught:
         await stack.admin_call("writes", "token_create", {"agent_id": "admin"})
