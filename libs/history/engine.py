@@ -190,7 +190,7 @@ class Importer:
         pending.episodes, pending.checkpoints, pending.size = [], {}, 0
 
     def _show(self, r: SourceReport, done: int, total: int, *, force: bool = False) -> None:
-        if self.progress is None or (not force and time.monotonic() - self._last_shown < 0.2):
+        if self.progress is None or not total or (not force and time.monotonic() - self._last_shown < 0.2):
             return
         self._last_shown = time.monotonic()
         width = 24
