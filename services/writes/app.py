@@ -11,7 +11,7 @@ from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route, on_connection
 from libs.telemetry import steps
-from services.writes import admin, documents, idempotency, recall
+from services.writes import admin, distil, documents, idempotency, recall
 from services.writes.batch_import import import_episodes
 from services.writes.episode import write_episode
 from services.writes.relay import OutboxRelay
@@ -36,6 +36,8 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("scope_create", on_connection(admin.scope_create)),
         Route("status", on_connection(admin.status)),
         Route("import_episodes", handle_import_episodes),
+        Route("pending_episodes", on_connection(distil.pending_episodes)),
+        Route("mark_distilled", on_connection(distil.mark_distilled), changed),
     ]
 
 

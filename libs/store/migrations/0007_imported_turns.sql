@@ -10,7 +10,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS episodes_external_id_idx
     WHERE metadata ? 'external_id';
 -- pending_episodes pages the imported turns of a scope oldest first.
 CREATE INDEX IF NOT EXISTS episodes_imported_idx
-    ON episodes (scope_id, occurred_at, id)
+    ON episodes (scope_id, (coalesce(occurred_at, written_at)), id)
     WHERE metadata ? 'external_id';
 
 -- 2. An agent that distilled an imported turn into facts (or found nothing worth keeping) marks
