@@ -1,0 +1,118 @@
+"""Agent-history import throughput and memory, per client format, over a real bus, writes service and Postgres.
+
+    python lab/import_bench.py --turns 50000 [--conversations 200] [--sources codex,claude-code]
+
+Starts a throw-away embedded Postgres and nats-server and the writes service (with the real
+embedding model), writes a synthetic history of `--turns` complete turns in each client's
+on-disk format (libs/testing/history_synth.py) into a temporary home, and runs the real CLI,
+`echo-memory import --source S`, as a child process against it. Per format it prints the
+read-only pass (`--dry-run`: parsing, redaction, no store), the import (embedding-bound), the
+turns stored, turns/s, and the importer's peak RSS (the child process's ru_maxrss; the service's
+memory is not in it). A measurement, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+from pydantic import SecretStr
+
+from libs.config import Settings
+from libs.embed import MiniLM
+from libs.history.sources import SOURCE_NAMES
+from libs.orgs import register_org
+from libs.service.runner import start_service
+from libs.store.schema import apply_migrations
+from libs.supervisor.nats import NatsServer
+from libs.supervisor.ports import free_port
+from libs.supervisor.postgres import EmbeddedPostgres
+from libs.testing import server_dir
+from libs.testing.history_synth import write_history
+from services.writes.app import routes
+
+ORG = "bench-import"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _child(env: dict[str, str], work: Path, *args: str) -> tuple[float, int, list[dict[str, object]]]:
+    """(seconds, this child's own peak RSS in KiB from wait4, the CLI's JSON report)."""
+    out_path, err_path = work / "child.out", work / "child.err"
+    started = time.monotonic()
+    with out_path.open("w") as out, err_path.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "libs.cli", "import", "--json", "--quiet", *args], env=env,
+                                cwd=ROOT, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+    took = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"import {' '.join(args)} failed: {err_path.read_text().strip()}")
+    return took, int(usage.ru_maxrss), json.loads(out_path.read_text())
+
+
+async def bench(turns: int, conversations: int, sources: list[str], work: Path) -> None:
+    pg = EmbeddedPostgres(server_dir("bench-import-pg"), free_port(), durable=False)
+    pg.start()
+    nats_server = NatsServer(work / "nats", free_port())
+    nats_server.start()
+    try:
+        with psycopg.connect(pg.url("postgres"), autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "bench_import"')
+        url = pg.url("bench_import")
+        apply_migrations(url)
+        await register_org(nats_server.url, ORG, url)
+        settings = Settings(org=ORG, database_url=SecretStr(url), nats_url=nats_server.url)
+        service = await start_service("writes", routes, settings, embedder=MiniLM())
+        try:
+            print(f"{'format':<15} {'turns':>7} {'read s':>7} {'read t/s':>9} {'import s':>9} {'import t/s':>10} "
+                  f"{'stored':>7} {'RSS read MiB':>12} {'RSS import MiB':>14}")
+            for source in sources:
+                home = work / f"home-{source}"
+                repo = home / "repo"
+                (repo / ".git").mkdir(parents=True)
+                write_history(home, source, turns, conversations, repo)
+                env = {**{k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")},
+                       "HOME": str(home), "ECHO_MEMORY_HOME": str(home / "echo"),
+                       "ECHO_MEMORY_NATS_URL": nats_server.url, "ECHO_MEMORY_ORG": ORG}
+                read_s, read_kib, dry = _child(env, work, "--dry-run", "--source", source)
+                import_s, peak_kib, report = _child(env, work, "--source", source)
+                stored = sum(int(r["imported"]) for r in report)  # type: ignore[call-overload]
+                assert int(dry[0]["turns"]) == turns, dry  # type: ignore[call-overload]
+                print(f"{source:<15} {turns:>7} {read_s:>7.1f} {turns / read_s:>9.0f} {import_s:>9.1f} "
+                      f"{stored / import_s:>10.1f} {stored:>7} {read_kib / 1024:>12.0f} {peak_kib / 1024:>14.0f}", flush=True)
+                shutil.rmtree(home, ignore_errors=True)
+        finally:
+            await service.stop()
+    finally:
+        nats_server.stop()
+        pg.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=50_000)
+    parser.add_argument("--conversations", type=int, default=200)
+    parser.add_argument("--sources", default=",".join(SOURCE_NAMES), help="comma-separated formats")
+    args = parser.parse_args()
+    sources = [s for s in args.sources.split(",") if s]
+    unknown = set(sources) - set(SOURCE_NAMES)
+    if unknown:
+        raise SystemExit(f"unknown sources: {', '.join(sorted(unknown))}")
+    work = Path(tempfile.mkdtemp(prefix="echo-import-bench-"))
+    try:
+        asyncio.run(bench(args.turns, args.conversations, sources, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
