@@ -83,8 +83,8 @@ async def bench(turns: int, conversations: int, sources: list[str], work: Path) 
                 env = {**{k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")},
                        "HOME": str(home), "ECHO_MEMORY_HOME": str(home / "echo"),
                        "ECHO_MEMORY_NATS_URL": nats_server.url, "ECHO_MEMORY_ORG": ORG}
-                read_s, read_kib, dry = _child(env, work, "--dry-run", "--source", source)
-                import_s, peak_kib, report = _child(env, work, "--source", source)
+                read_s, read_kib, dry = await asyncio.to_thread(_child, env, work, "--dry-run", "--source", source)
+                import_s, peak_kib, report = await asyncio.to_thread(_child, env, work, "--source", source)
                 stored = sum(int(r["imported"]) for r in report)  # type: ignore[call-overload]
                 assert int(dry[0]["turns"]) == turns, dry  # type: ignore[call-overload]
                 print(f"{source:<15} {turns:>7} {read_s:>7.1f} {turns / read_s:>9.0f} {import_s:>9.1f} "

@@ -155,3 +155,36 @@ async def test_an_import_killed_mid_run_resumes_without_losing_or_repeating_a_tu
     assert len(rows) == turns and len({r[6] for r in rows}) == turns
     assert by_source(reports, "imported")["codex"] + by_source(reports, "already")["codex"] <= turns
     assert by_source(reports, "imported")["codex"] == turns - killed_at
+
+
+async def test_watch_imports_new_turns_as_they_finish_until_interrupted(stack: EchoStack, tmp_path: Path) -> None:
+    import signal
+
+    install(tmp_path, ("gemini-cli",))
+    env = env_for(stack, tmp_path)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "libs.cli", "import", "--watch", "--interval", "1", "--quiet", env=env, cwd=ROOT,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    try:
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+            if len(imported_rows(stack)) == 3:
+                break
+        assert len(imported_rows(stack)) == 3
+        session = next((tmp_path / ".gemini").rglob("session-2026-11-20*.jsonl"))
+        with session.open("a", encoding="utf-8") as handle:  # the waiting turn's tool finishes, then it answers
+            handle.write(json.dumps({"id": "g-m4", "type": "gemini", "content": "", "timestamp": "2026-11-20T12:03:02Z",
+                                     "toolCalls": [{"id": "tc-2", "name": "glob", "status": "success",
+                                                    "resultDisplay": "deploy/run.sh"}]}) + "\n")
+            handle.write(json.dumps({"id": "g-m5", "type": "gemini", "timestamp": "2026-11-20T12:03:09Z",
+                                     "content": "Build, push the image, then run deploy/run.sh."}) + "\n")
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+            if len(imported_rows(stack)) == 4:
+                break
+        contents = [r[4] for r in imported_rows(stack)]
+        assert len(contents) == 4 and any("deploy/run.sh" in c and "Summarise the deploy" in c for c in contents)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+    assert proc.returncode == 130, err.decode()
