@@ -59,6 +59,21 @@ def _child(env: dict[str, str], work: Path, *args: str) -> tuple[float, int, lis
     return took, int(usage.ru_maxrss), json.loads(out_path.read_text())
 
 
+async def _file_latency(env: dict[str, str], work: Path, home: Path) -> None:
+    """What the capture hook pays: `import --file` on an imported transcript, unchanged and with one new turn."""
+    path = sorted((home / ".claude" / "projects").rglob("*.jsonl"))[0]
+    idle, _, _ = await asyncio.to_thread(_child, env, work, "--source", "claude-code", "--file", str(path))
+    session = path.stem
+    with path.open("a", encoding="utf-8") as out:
+        for kind, uid, content in (("user", "extra-u", "One more question about the pool"),
+                                   ("assistant", "extra-a", [{"type": "text", "text": "One more answer."}])):
+            out.write(json.dumps({"type": kind, "uuid": uid, "sessionId": session, "timestamp": "2026-12-01T00:00:00Z",
+                                  "message": {"role": kind, "content": content}}) + "\n")
+    one, _, report = await asyncio.to_thread(_child, env, work, "--source", "claude-code", "--file", str(path))
+    print(f"--file latency (claude-code, {path.stat().st_size // 1024} KiB transcript): unchanged {idle:.2f} s, "
+          f"one new turn {one:.2f} s (stored {report[0]['imported']})", flush=True)
+
+
 async def bench(turns: int, conversations: int, sources: list[str], work: Path) -> None:
     pg = EmbeddedPostgres(server_dir("bench-import-pg"), free_port(), durable=False)
     pg.start()
@@ -89,6 +104,8 @@ async def bench(turns: int, conversations: int, sources: list[str], work: Path) 
                 assert int(dry[0]["turns"]) == turns, dry  # type: ignore[call-overload]
                 print(f"{source:<15} {turns:>7} {read_s:>7.1f} {turns / read_s:>9.0f} {import_s:>9.1f} "
                       f"{stored / import_s:>10.1f} {stored:>7} {read_kib / 1024:>12.0f} {peak_kib / 1024:>14.0f}", flush=True)
+                if source == "claude-code":
+                    await _file_latency(env, work, home)
                 shutil.rmtree(home, ignore_errors=True)
         finally:
             await service.stop()

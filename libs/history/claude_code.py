@@ -11,7 +11,6 @@ call left unanswered.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,7 +131,3 @@ def read_transcript(path: Path, resume: dict[str, Any] | None, stats: ReadStats)
         turn.resume = last.resume({}, seq + 1)
         yield turn
 
-
-def slug_of(cwd: str) -> str:
-    """The project folder name Claude Code uses for a working directory (non-alphanumerics become '-')."""
-    return "".join(c if c.isalnum() else "-" for c in os.path.abspath(cwd))

@@ -85,14 +85,17 @@ def episode_of(turn: Turn, report: SourceReport) -> dict[str, Any] | None:
         clean_meta["secrets_redacted"] = found
     if clipped:
         report.clipped_turns += 1
-    if any(find_secret(s) for s in (text, session[:200], project_name)):
+    if len(session) > 200:  # the store's limit: a stable digest instead of a cut id
+        session = content_hash(session)
+    if any(find_secret(s) for s in (text, session, project_name)):
         report.refused += 1
         return None
     occurred = turn.started_at if turn.started_at is not None else turn.ended_at
     return {
-        "kind": "turn", "content": text, "session_id": session[:200], "seq": turn.seq,
+        "kind": "turn", "content": text, "session_id": session, "seq": turn.seq,
         "occurred_at": int(occurred) if occurred is not None else None,
-        "project": project_name[:200] or None, "metadata": clean_meta,
+        "project": (project_name if len(project_name) <= 200 else content_hash(project_name)) or None,
+        "metadata": clean_meta,
         "source": turn.source, "external_id": turn.id,
     }
 
