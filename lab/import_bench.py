@@ -1,6 +1,6 @@
 """Agent-history import throughput and memory, per client format, over a real bus, writes service and Postgres.
 
-    python lab/import_bench.py --turns 50000 [--conversations 200] [--sources codex,claude-code]
+    python lab/import_bench.py --turns 50000 [--conversations 200] [--sources codex,claude-code] [--read-only]
 
 Starts a throw-away embedded Postgres and nats-server and the writes service (with the real
 embedding model), writes a synthetic history of `--turns` complete turns in each client's
@@ -8,7 +8,9 @@ on-disk format (libs/testing/history_synth.py) into a temporary home, and runs t
 `echo-memory import --source S`, as a child process against it. Per format it prints the
 read-only pass (`--dry-run`: parsing, redaction, no store), the import (embedding-bound), the
 turns stored, turns/s, and the importer's peak RSS (the child process's ru_maxrss; the service's
-memory is not in it). A measurement, not a test.
+memory is not in it). `--read-only` runs only the read pass (no system is started): parsing
+and redaction speed, and whether the importer's memory stays flat as the history grows.
+A measurement, not a test.
 """
 
 from __future__ import annotations
@@ -44,19 +46,30 @@ ORG = "bench-import"
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# The CLI run with its own peak RSS written at exit: VmHWM of the process after exec (wait4's
+# ru_maxrss would also count the parent's pages the child inherited at fork).
+_PEAK = ("import atexit, sys\n"
+         "out_arg = sys.argv[1]\n"
+         "def _peak():\n"
+         "    with open('/proc/self/status') as s, open(out_arg, 'w') as out:\n"
+         "        out.write(next(line.split()[1] for line in s if line.startswith('VmHWM')))\n"
+         "atexit.register(_peak)\n"
+         "sys.argv = ['echo-memory', *sys.argv[2:]]\n"
+         "from libs.cli.main import main\n"
+         "sys.exit(main())\n")
+
+
 def _child(env: dict[str, str], work: Path, *args: str) -> tuple[float, int, list[dict[str, object]]]:
-    """(seconds, this child's own peak RSS in KiB from wait4, the CLI's JSON report)."""
-    out_path, err_path = work / "child.out", work / "child.err"
+    """(seconds, the child's own peak RSS in KiB, the CLI's JSON report)."""
+    out_path, err_path, peak_path = work / "child.out", work / "child.err", work / "child.peak"
     started = time.monotonic()
     with out_path.open("w") as out, err_path.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "libs.cli", "import", "--json", "--quiet", *args], env=env,
-                                cwd=ROOT, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
+        done = subprocess.run([sys.executable, "-c", _PEAK, str(peak_path), "import", "--json", "--quiet", *args],
+                              env=env, cwd=ROOT, stdout=out, stderr=err, check=False)
     took = time.monotonic() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
+    if done.returncode != 0:
         raise SystemExit(f"import {' '.join(args)} failed: {err_path.read_text().strip()}")
-    return took, int(usage.ru_maxrss), json.loads(out_path.read_text())
+    return took, int(peak_path.read_text()), json.loads(out_path.read_text())
 
 
 async def _file_latency(env: dict[str, str], work: Path, home: Path) -> None:
@@ -72,6 +85,23 @@ async def _file_latency(env: dict[str, str], work: Path, home: Path) -> None:
     one, _, report = await asyncio.to_thread(_child, env, work, "--source", "claude-code", "--file", str(path))
     print(f"--file latency (claude-code, {path.stat().st_size // 1024} KiB transcript): unchanged {idle:.2f} s, "
           f"one new turn {one:.2f} s (stored {report[0]['imported']})", flush=True)
+
+
+def read_only(turns: int, conversations: int, sources: list[str], work: Path) -> None:
+    print(f"{'format':<15} {'turns':>7} {'files MiB':>9} {'read s':>7} {'read t/s':>9} {'RSS read MiB':>12}")
+    for source in sources:
+        home = work / f"home-{source}"
+        repo = home / "repo"
+        (repo / ".git").mkdir(parents=True)
+        write_history(home, source, turns, conversations, repo)
+        size = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")},
+               "HOME": str(home), "ECHO_MEMORY_HOME": str(home / "echo")}
+        took, kib, dry = _child(env, work, "--dry-run", "--source", source)
+        assert int(dry[0]["turns"]) == turns, dry  # type: ignore[call-overload]
+        print(f"{source:<15} {turns:>7} {size / 2**20:>9.1f} {took:>7.1f} {turns / took:>9.0f} {kib / 1024:>12.0f}",
+              flush=True)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 async def bench(turns: int, conversations: int, sources: list[str], work: Path) -> None:
@@ -119,6 +149,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=50_000)
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--sources", default=",".join(SOURCE_NAMES), help="comma-separated formats")
+    parser.add_argument("--read-only", action="store_true", help="only the read pass; start no system")
     args = parser.parse_args()
     sources = [s for s in args.sources.split(",") if s]
     unknown = set(sources) - set(SOURCE_NAMES)
@@ -126,7 +157,10 @@ def main() -> None:
         raise SystemExit(f"unknown sources: {', '.join(sorted(unknown))}")
     work = Path(tempfile.mkdtemp(prefix="echo-import-bench-"))
     try:
-        asyncio.run(bench(args.turns, args.conversations, sources, work))
+        if args.read_only:
+            read_only(args.turns, args.conversations, sources, work)
+        else:
+            asyncio.run(bench(args.turns, args.conversations, sources, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

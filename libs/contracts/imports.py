@@ -31,8 +31,9 @@ class EpisodeIn(StrictModel):
                                     description="the episode's id at its source; (source, external_id) is unique")
 
 
-# metadata keys the store sets itself from `source` and `external_id`
-RESERVED_METADATA_KEYS = frozenset({"source", "external_id"})
+# The store keeps an episode's origin in its metadata (`source`, `external_id`): `external_id` is
+# only ever set from the field, and a metadata `source` must agree with the field when both are given.
+RESERVED_METADATA_KEY = "external_id"
 
 
 class ImportEpisodesInput(StrictModel):

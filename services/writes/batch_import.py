@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
-from libs.contracts.imports import RESERVED_METADATA_KEYS, EpisodeIn, ImportEpisodesInput, ImportEpisodesResult
+from libs.contracts.imports import RESERVED_METADATA_KEY, EpisodeIn, ImportEpisodesInput, ImportEpisodesResult
 from libs.embed import MiniLM, count_tokens
 from libs.secrets import find_secret
 from libs.store import embedding_models
@@ -70,10 +70,11 @@ def _stored_text(episode: EpisodeIn) -> Iterator[tuple[str, str]]:
 def _check_origin(index: int, episode: EpisodeIn) -> None:
     if (episode.source is None) != (episode.external_id is None):
         raise InvalidArgument(f"episode {index}: source and external_id go together; give both or neither")
-    reserved = RESERVED_METADATA_KEYS & episode.metadata.keys()
-    if reserved:
-        raise InvalidArgument(f"episode {index}: metadata keys {sorted(reserved)} are set by the store from "
-                              "source and external_id; pass them as those fields")
+    if RESERVED_METADATA_KEY in episode.metadata:
+        raise InvalidArgument(f"episode {index}: metadata key '{RESERVED_METADATA_KEY}' is set by the store from "
+                              "the external_id field; pass it there (with source)")
+    if episode.source is not None and episode.metadata.get("source", episode.source) != episode.source:
+        raise InvalidArgument(f"episode {index}: metadata.source differs from the source field; give one source")
 
 
 async def _stored_pairs(

@@ -31,8 +31,9 @@ async def test_a_pair_is_stored_once_across_calls_scopes_and_within_one_call(sta
     assert second["imported"] == 1 and second["already"] == 1
     assert second["episode_ids"][0] == first["episode_ids"][1], "the stored episode's id, wherever it lives"
     assert count(stack) == 3
-    plain = await stack.admin_call("writes", "import_episodes", {"episodes": [{"content": "no origin"}] * 2})
-    assert plain["imported"] == 2, "episodes without an origin are never deduplicated"
+    plain = await stack.admin_call("writes", "import_episodes", {"episodes": [
+        {"content": "no origin"}, {"content": "no origin", "metadata": {"source": "slack"}}]})
+    assert plain["imported"] == 2, "episodes without an external id are never deduplicated"
 
 
 async def test_two_importers_racing_on_the_same_turns_store_each_once(stack: EchoStack) -> None:
@@ -49,6 +50,8 @@ async def test_two_importers_racing_on_the_same_turns_store_each_once(stack: Ech
     {"content": "x", "source": "codex"},
     {"content": "x", "external_id": "a"},
     {"content": "x", "source": "codex", "external_id": "a", "metadata": {"external_id": "b"}},
+    {"content": "x", "metadata": {"external_id": "b"}},
+    {"content": "x", "source": "codex", "external_id": "a", "metadata": {"source": "cursor"}},
     {"content": "x", "source": "Not A Name", "external_id": "a"},
     {"content": "x", "source": "codex", "external_id": "token ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"},
 ])
