@@ -134,7 +134,7 @@ async def test_an_import_killed_mid_run_resumes_without_losing_or_repeating_a_tu
     from libs.testing.history_synth import write_history
     from tests.history.history_fixtures import make_repo
 
-    turns = 400
+    turns = 300
     write_history(tmp_path, "codex", turns, 12, make_repo(tmp_path))
     env = env_for(stack, tmp_path)
     proc = await asyncio.create_subprocess_exec(
