@@ -1,7 +1,7 @@
-"""`echo-memory why FACT_ID`, `echo-memory export`, `echo-memory import FILE` — over the bus, as the org admin.
+"""`echo-memory why FACT_ID`, `echo-memory export`, `echo-memory restore FILE` — over the bus, as the org admin.
 
 export streams byte-bounded pages from the audit service into JSON Lines (header, records, end
-line); `--resume` continues a file an interruption cut short. import reads and checks the whole
+line); `--resume` continues a file an interruption cut short. restore reads and checks the whole
 file here first — a foreign, malformed or truncated file is refused before anything is sent — then
 stages it in byte-bounded chunks and asks the audit service to restore it in one transaction. The
 paging itself lives in libs/cli/backup.py; progress goes to stderr when it is a terminal.
@@ -48,11 +48,12 @@ def register(sub: Any) -> None:
     export.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
     export.set_defaults(func=lambda s, a: _run(s, "export", _export(s, a.scope, a.out, a.resume, a.progress)))
 
-    imp = sub.add_parser("import", help="restore an export into an empty org or scope")
-    imp.add_argument("file")
-    imp.add_argument("--scope", help="restore the file's only scope under this name")
-    imp.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
-    imp.set_defaults(func=lambda s, a: _run(s, "import", _import(s, a.file, a.scope, a.progress)))
+    restore = sub.add_parser("restore", help="restore an export into an empty org or scope")
+    restore.add_argument("file")
+    restore.add_argument("--scope", help="restore the file's only scope under this name")
+    restore.add_argument("--progress", action="store_true",
+                         help="report progress on stderr even when it is not a terminal")
+    restore.set_defaults(func=lambda s, a: _run(s, "restore", _restore(s, a.file, a.scope, a.progress)))
 
 
 def _run(settings: Settings, command: str, work: Awaitable[int]) -> int:
@@ -88,7 +89,7 @@ async def admin_session(settings: Settings) -> AsyncIterator[Call]:
         yield call
 
 
-# ---- export / import ---------------------------------------------------------------------------
+# ---- export / restore --------------------------------------------------------------------------
 
 
 def progress_stream(asked: bool) -> TextIO | None:
@@ -130,7 +131,7 @@ async def _export(settings: Settings, scope: str | None, out: str | None, resume
     return 0
 
 
-async def _import(settings: Settings, file: str, scope: str | None, progress: bool) -> int:
+async def _restore(settings: Settings, file: str, scope: str | None, progress: bool) -> int:
     lines = read_export_file(file)
     async with admin_session(settings) as call:
         result = await import_lines(call, lines, scope=scope, progress=progress_stream(progress),

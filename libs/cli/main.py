@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.hook_commands",
     "libs.cli.docs_commands",
     "libs.cli.calibrate_commands",
+    "libs.cli.history_commands",
 )
 
 USAGE_ERROR = 2

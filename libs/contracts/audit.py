@@ -25,6 +25,7 @@ AUDIT_KINDS = (
     "document_registered",
     "document_ingested",
     "causal_hint_added",  # post_hoc = true
+    "episode_distilled",  # after: episode_ids, fact_ids (an agent distilled imported turns)
 )
 
 MAX_AUDIT_PAGE = 1000

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from libs.contracts import admin, audit, calibration, causal, documents, health, imports, query, reindex, write
+from libs.contracts import admin, audit, calibration, causal, distil, documents, health, imports, query, reindex, write
 
 TimeoutKind = Literal["read", "write", "admin", "bulk", "auth"]
 
@@ -44,6 +44,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("writes", "status", admin.NoArgs, admin.StatusResult, "admin"),
     Verb("writes", "import_episodes", imports.ImportEpisodesInput, imports.ImportEpisodesResult, "bulk"),
     Verb("writes", "calibrate", calibration.CalibrateInput, calibration.CalibrateResult, "bulk"),
+    Verb("writes", "pending_episodes", distil.PendingEpisodesInput, distil.PendingEpisodesResult, "read"),
+    Verb("writes", "mark_distilled", distil.MarkDistilledInput, distil.MarkDistilledResult, "write"),
     Verb("retrieval", "query_memory", query.QueryMemoryInput, query.QueryMemoryResult, "read"),
     Verb("causal", "trace_cause", causal.TraceCauseInput, causal.TraceCauseResult, "read"),
     Verb("audit", "get_audit_log", audit.GetAuditLogInput, audit.GetAuditLogResult, "read"),

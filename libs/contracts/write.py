@@ -13,6 +13,7 @@ MAX_ENTITIES = 50
 MAX_FACTS = 50
 MAX_FACT_CHARS = 2000
 MAX_NAME_CHARS = 200
+MAX_SOURCE_EPISODES = 20
 
 
 class EntityIn(StrictModel):
@@ -44,6 +45,11 @@ class WriteEpisodeInput(StrictModel):
     facts: list[FactIn] = Field(default_factory=list, max_length=MAX_FACTS)
     entity_resolutions: list[EntityResolution] = Field(default_factory=list, max_length=MAX_ENTITIES)
     idempotency_key: str | None = Field(None, min_length=1, max_length=200)
+    source_episode_ids: list[str] = Field(
+        default_factory=list, max_length=MAX_SOURCE_EPISODES,
+        description="episodes these facts were distilled from (ids pending_episodes returned); each must exist "
+        "in a scope you may read",
+    )
 
 
 class EdgeRef(BaseModel):

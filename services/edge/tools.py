@@ -1,4 +1,4 @@
-"""The seven MCP tools: each validates with its contract model and makes one bus request.
+"""The nine MCP tools: each validates with its contract model and makes one bus request.
 
 Tool input schemas are the contract models' JSON schemas, so the edge and the services agree by
 construction. Arguments reach the tool unparsed and are validated here, so a bad call gets the
@@ -84,6 +84,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(verb("writes", "record_recall_save"), instructions.RECORD_RECALL_SAVE, read_only=False),
     ToolSpec(verb("writes", "pending_documents"), instructions.PENDING_DOCUMENTS, read_only=True),
     ToolSpec(verb("writes", "mark_ingested"), instructions.MARK_INGESTED, read_only=False),
+    ToolSpec(verb("writes", "pending_episodes"), instructions.PENDING_EPISODES, read_only=True),
+    ToolSpec(verb("writes", "mark_distilled"), instructions.MARK_DISTILLED, read_only=False),
     ToolSpec(verb("causal", "trace_cause"), instructions.TRACE_CAUSE, read_only=True),
     ToolSpec(verb("audit", "get_audit_log"), instructions.GET_AUDIT_LOG, read_only=True),
 )
@@ -178,7 +180,7 @@ def _make_tool(  # type: ignore[no-untyped-def]
 
 # Tools whose results carry stored text: their TEXT content is framed as recalled data (query_memory
 # has its own numbered rendering); the rest echo ids and the caller's own arguments.
-FRAMED_TOOLS = frozenset({"trace_cause", "pending_documents", "get_audit_log"})
+FRAMED_TOOLS = frozenset({"trace_cause", "pending_documents", "pending_episodes", "get_audit_log"})
 
 
 def _success(spec: ToolSpec, result: dict[str, Any]) -> mcp_types.CallToolResult:
@@ -204,7 +206,7 @@ def register_tools(
     caller_of: CallerSource,
     guards: EdgeGuards | None = None,
 ) -> None:
-    """Add all seven tools to `server`, with the contract models' schemas."""
+    """Add all nine tools to `server`, with the contract models' schemas."""
     guards = guards or EdgeGuards()
     for spec in TOOLS:
         add_contract_tool(server, spec, _make_tool(spec, bus, timeouts, caller_of, guards))

@@ -18,7 +18,7 @@ from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route, on_connection
 from libs.telemetry import steps
-from services.writes import admin, calibrate, documents, idempotency, recall
+from services.writes import admin, calibrate, distil, documents, idempotency, recall
 from services.writes.batch_import import import_episodes
 from services.writes.episode import write_episode
 from services.writes.relay import OutboxRelay
@@ -44,6 +44,8 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("status", on_connection(admin.status)),
         Route("import_episodes", handle_import_episodes),
         Route("calibrate", handle_calibrate),
+        Route("pending_episodes", on_connection(distil.pending_episodes)),
+        Route("mark_distilled", on_connection(distil.mark_distilled), changed),
     ]
 
 

@@ -49,6 +49,7 @@ from libs.telemetry import db_span, steps
 from services.writes import entities
 from services.writes import queries as q
 from services.writes.entities import Mention, key
+from services.writes.evidence import readable_episodes
 
 
 def normal_relation(relation: str) -> str:
@@ -158,6 +159,9 @@ async def _store(
 ) -> WriteEpisodeResult:
     with steps.step("resolve_scope"):
         scope = await resolve_scope(conn, caller, args.scope, "write")
+    if args.source_episode_ids:
+        with steps.step("source_episodes"):
+            await readable_episodes(conn, caller, args.source_episode_ids, imported_only=False)
 
     # Known names resolve before the lock and need no vector; the others that no resolution
     # declares new may be near matches, so they are embedded now, before the lock.
@@ -323,7 +327,8 @@ async def _insert_episode(
         await conn.execute(
             q.INSERT_EPISODE,
             {"scope_id": scope.id, "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
-             "session_id": args.session_id, "content": content, "tokens": count_tokens(content), "model": model},
+             "session_id": args.session_id, "content": content, "tokens": count_tokens(content), "model": model,
+             "metadata": Jsonb({"source_episode_ids": args.source_episode_ids} if args.source_episode_ids else {})},
         )
     ).fetchone()
     return str(row[0])  # type: ignore[index]
@@ -365,23 +370,28 @@ async def _write_fact(
     edge = {"source": p.source.display, "target": p.target.display, "relation": p.relation}
     claim = {"text": fact.fact, "confidence": fact.confidence, "causal_hint": fact.causal_hint}
     event = {"fact_id": fact_id, "scope": scope.stored_name, "scope_id": scope.id}
+    # Facts distilled from imported turns name them, so `why` and the audit log lead back to the evidence.
+    origin = {"source_episode_ids": args.source_episode_ids} if args.source_episode_ids else {}
+    since = f" (distilled from episode {', '.join(args.source_episode_ids)})" if args.source_episode_ids else ""
     if p.active is None:
         await audit(conn, caller, scope, kind="fact_created", session_id=args.session_id, fact_id=fact_id,
-                    after={**edge, **claim, "fact_id": fact_id}, reason=f"{caller.agent_id} recorded that {fact.fact}")
+                    after={**edge, **claim, "fact_id": fact_id, **origin},
+                    reason=f"{caller.agent_id} recorded that {fact.fact}{since}")
         await emit(conn, caller, "fact.created", event)
     elif hint_added:
         # The same claim, now with the causal hint it lacked: a new version like any change, but
         # audited as a post-hoc hint so trace_cause readers can tell it was not stated at the time.
         await audit(conn, caller, scope, kind="causal_hint_added", session_id=args.session_id, fact_id=fact_id,
                     before={"causal_hint": None, "fact_id": supersedes},
-                    after={**edge, **claim, "fact_id": fact_id}, post_hoc=True,
-                    reason=f"{caller.agent_id} added the causal hint '{fact.causal_hint}' to an existing claim")
+                    after={**edge, **claim, "fact_id": fact_id, **origin}, post_hoc=True,
+                    reason=f"{caller.agent_id} added the causal hint '{fact.causal_hint}' to an existing claim{since}")
         await emit(conn, caller, "fact.superseded", {**event, "supersedes": supersedes})
     else:
         before = {k: p.active[k] for k in ("text", "confidence", "causal_hint")} | {"fact_id": supersedes}
         await audit(conn, caller, scope, kind="fact_superseded", session_id=args.session_id, fact_id=fact_id,
-                    before=before, after={**edge, **claim, "fact_id": fact_id},
-                    reason=f"{caller.agent_id} changed the claim on ({edge['source']}, {p.relation}, {edge['target']})")
+                    before=before, after={**edge, **claim, "fact_id": fact_id, **origin},
+                    reason=f"{caller.agent_id} changed the claim on ({edge['source']}, {p.relation}, {edge['target']})"
+                    f"{since}")
         await emit(conn, caller, "fact.superseded", {**event, "supersedes": supersedes})
     return EdgeRef(fact_id=fact_id, source=edge["source"], target=edge["target"], relation=p.relation,
                    supersedes=supersedes)

@@ -7,8 +7,9 @@ from libs.store.scopes import SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK  # also used 
 # (libs/store/embedding_models.py): one round trip, and only for writes that store something.
 INSERT_EPISODE = f"""
 WITH recorded AS ({embedding_models.RECORD})
-INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count)
-VALUES (%(scope_id)s, 'write', %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(content)s, %(tokens)s)
+INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count, metadata)
+VALUES (%(scope_id)s, 'write', %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(content)s, %(tokens)s,
+        %(metadata)s)
 RETURNING id
 """
 # The row lock keeps the active edge ours until commit (the scope lock already serialises

@@ -66,7 +66,7 @@ async def test_a_store_larger_than_a_bus_message_round_trips_into_an_empty_org(
     assert body(out.getvalue()) == body(file.read_text())
 
     target_org, target_url = registered_second_org
-    code, out_text, err = await cli("import", str(file), "--progress", org=target_org, nats_url=stack.nats_url)
+    code, out_text, err = await cli("restore", str(file), "--progress", org=target_org, nats_url=stack.nats_url)
     assert code == 0, err
     assert re.search(r"staged (\d+)/\1 lines", err), err
     assert json.loads(out_text)["ids_kept"] is True

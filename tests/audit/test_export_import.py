@@ -105,7 +105,7 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     assert header["counts"]["fact"] == 5 and header["counts"]["recall_save"] == 1 and header["counts"]["document"] == 1
     assert json.loads(lines[-1]) == {"type": "end", "counts": header["counts"]}
 
-    code, out, err = await cli("import", str(file), org=target_org, nats_url=stack.nats_url)
+    code, out, err = await cli("restore", str(file), org=target_org, nats_url=stack.nats_url)
     assert code == 0, err
     result = json.loads(out)
     assert result["ids_kept"] is True
@@ -206,7 +206,7 @@ async def test_malformed_or_foreign_files_are_refused_before_anything_is_written
         file = tmp_path / f"bad-{n}.jsonl"
         file.write_text(corrupt(lines, how))
         if how in ("foreign", "not json"):  # the real command (a process start costs ~3 s, so twice only)
-            code, _, err = await cli("import", str(file), org=target_org, nats_url=stack.nats_url)
+            code, _, err = await cli("restore", str(file), org=target_org, nats_url=stack.nats_url)
             assert code == 2 and "refused, nothing was written" in err and message in err, (how, err)
         else:  # the same check the command runs before sending anything
             with pytest.raises(ExportFileError, match=message):

@@ -20,6 +20,8 @@ BAD_CALLS: dict[str, list[dict[str, Any]]] = {
     "record_recall_save": [{"read_id": 5}, {"read_id": "r", "fact_ids": ["f"], "scope": "team-x"}],
     "pending_documents": [{"limit": -1}, {"scope": "team-x"}],
     "mark_ingested": [{"document_id": ["x"]}, {"document_id": "d", "scope": "team-x"}],
+    "pending_episodes": [{"limit": 0}, {"scope": "team-x"}],
+    "mark_distilled": [{"episode_ids": []}, {"episode_ids": ["00000000-0000-0000-0000-000000000000"]}],
     "trace_cause": [{"topic": 3}, {"topic": "deploy", "scope": "team-x"}],
     "get_audit_log": [{"limit": "many"}, {"scope": "team-x"}],
 }

@@ -40,13 +40,15 @@ ACCEPTED_ERRORS: dict[str, set[str]] = {
     "record_recall_save": {"not_built"},
     "pending_documents": {"not_built"},
     "mark_ingested": {"not_built", "not_found"},
+    "pending_episodes": set(),
+    "mark_distilled": {"not_found"},
     "trace_cause": {"not_built"},
     "get_audit_log": {"not_built"},
 }
 
 
 async def _exercise_every_tool(client: Client, agent: str) -> dict[str, str]:
-    """Call all seven tools; returns tool -> 'ok' or the error code, after checking each answer's shape."""
+    """Call all nine tools; returns tool -> 'ok' or the error code, after checking each answer's shape."""
     outcomes: dict[str, str] = {}
     listed = {t.name for t in (await client.list_tools()).tools}
     assert listed == {spec.name for spec in TOOLS}
@@ -68,6 +70,8 @@ async def _exercise_every_tool(client: Client, agent: str) -> dict[str, str]:
                                "note": "saved a lookup"},
         "pending_documents": {"project": "billing"},
         "mark_ingested": {"document_id": "00000000-0000-0000-0000-000000000000"},
+        "pending_episodes": {"limit": 5},
+        "mark_distilled": {"episode_ids": ["00000000-0000-0000-0000-000000000000"]},
         "trace_cause": {"topic": "Ledger service"},
         "get_audit_log": {},
     }
