@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.audit_commands",
     "libs.cli.client_commands",
     "libs.cli.docs_commands",
+    "libs.cli.dashboard_commands",
 )
 
 USAGE_ERROR = 2

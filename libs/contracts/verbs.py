@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from libs.contracts import admin, audit, causal, documents, imports, query, reindex, write
+from libs.contracts import admin, audit, causal, dashboard, documents, imports, query, reindex, write
 
 TimeoutKind = Literal["read", "write", "admin", "bulk", "auth"]
 
@@ -50,6 +50,9 @@ VERBS: tuple[Verb, ...] = (
     Verb("audit", "export", audit.ExportInput, audit.ExportPage, "bulk"),
     Verb("audit", "import_stage", audit.ImportStageInput, audit.ImportStageResult, "bulk"),
     Verb("audit", "import", audit.ImportInput, audit.ImportResult, "bulk"),
+    Verb("audit", "dashboard_graph", dashboard.GraphInput, dashboard.GraphResult, "read"),
+    Verb("audit", "entity_facts", dashboard.EntityFactsInput, dashboard.EntityFactsResult, "read"),
+    Verb("audit", "recall_cost", dashboard.RecallCostInput, dashboard.RecallCostResult, "read"),
     Verb("reindex", "reindex", reindex.ReindexInput, reindex.ReindexResult, "bulk"),
     Verb("reindex", "lexical_status", reindex.LexicalStatusInput, reindex.LexicalStatusResult, "read"),
     Verb("consolidation", "consolidate", admin.NoArgs, NotBuiltResult, "bulk"),
