@@ -50,10 +50,12 @@ REGIONS = ["eu", "us", "apac", "latam", "africa", "nordics", "gulf", "canada"]
 AGENTS = {"claude-code": "claude-code", "cursor": "cursor", "codex": "codex-cli", "gemini-cli": "gemini-cli",
           "ops-bot": "ops-bot"}
 PROJECTS = ["platform-monorepo", "infra-live", "mobile-app", "data-pipelines", "incident-review"]
-SIDE_PROJECTS = [("hackathon-haiku-bot", "haiku-corpus", "trained_on", "The hackathon haiku bot is trained on the haiku corpus."),
-                 ("office-plant-tracker", "sensor-hub", "reads_from", "The office plant tracker reads soil moisture from the sensor hub."),
-                 ("lunch-roulette", "team-calendar", "reads_from", "Lunch roulette picks pairs from the team calendar."),
-                 ("offsite-2026", "venue-shortlist", "decided_by", "The 2026 offsite location is chosen from the venue shortlist.")]
+SIDE_PROJECTS = [
+    ("hackathon-haiku-bot", "haiku-corpus", "trained_on", "The hackathon haiku bot is trained on the haiku corpus."),
+    ("office-plant-tracker", "sensor-hub", "reads_from", "The office plant tracker reads soil moisture from the sensor hub."),
+    ("lunch-roulette", "team-calendar", "reads_from", "Lunch roulette picks pairs from the team calendar."),
+    ("offsite-2026", "venue-shortlist", "decided_by", "The 2026 offsite location is chosen from the venue shortlist."),
+]
 QUESTIONS = ["who is on call for {svc}", "what does {svc} depend on", "why did {svc} fail last week",
              "which team owns {svc}", "what version of grpc does {svc} use", "what caused the last incident on {svc}"]
 DAY = timedelta(days=1)

@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from psycopg.rows import dict_row
@@ -77,6 +77,7 @@ async def dashboard_graph(conn: psycopg.AsyncConnection, caller: Caller, args: G
         ], **base)
 
     note = None
+    view: Literal["detail", "cluster"]
     if args.cluster is not None:
         found = layout.clusters.get(args.cluster)
         if found is None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+Point = tuple[float, float]
 SEED = 7  # fixed, so the same memory gives the same picture (and the same cluster ids) every time
 
 
@@ -44,12 +45,12 @@ class Layout:
     degree: dict[str, int]
     components: int
     links: Counter[tuple[str, str]] = field(default_factory=Counter)
-    positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+    positions: dict[str, Point] = field(default_factory=dict)
 
 
-def weighted_graph(edges: Iterable[Edge]) -> nx.Graph:
+def weighted_graph(edges: Iterable[Edge]) -> nx.Graph[str]:
     """One node per entity, one edge per connected pair, `weight` = facts joining the pair."""
-    graph = nx.Graph()
+    graph: nx.Graph[str] = nx.Graph()
     for e in edges:
         if e.source == e.target:
             graph.add_node(e.source)
@@ -95,7 +96,7 @@ def place_clusters(layout: Layout) -> None:
     for c in layout.clusters.values():
         c.radius = 1.0 + math.sqrt(len(c.members))
         by_component[c.component].append(c.id)
-    islands: list[tuple[float, dict[str, tuple[float, float]]]] = []
+    islands: list[tuple[float, dict[str, Point]]] = []
     for comp in sorted(by_component):
         ids = sorted(by_component[comp])
         local = _spread(ids, [(a, b, w) for (a, b), w in layout.links.items() if a in set(ids)],
@@ -112,9 +113,9 @@ def place_members(layout: Layout, members: dict[str, list[str]], edges: list[Edg
     chosen = {n for ms in members.values() for n in ms}
     pair_weight: Counter[tuple[str, str]] = Counter()
     for e in edges:
-        if e.source in chosen and e.target in chosen and e.source != e.target:
-            if layout.cluster_of[e.source] == layout.cluster_of[e.target]:
-                pair_weight[(e.source, e.target) if e.source < e.target else (e.target, e.source)] += 1
+        inside = e.source in chosen and e.target in chosen and e.source != e.target
+        if inside and layout.cluster_of[e.source] == layout.cluster_of[e.target]:
+            pair_weight[(e.source, e.target) if e.source < e.target else (e.target, e.source)] += 1
     for (a, b), w in pair_weight.items():
         inner[layout.cluster_of[a]].append((a, b, w))
     for cid, ms in members.items():
@@ -124,11 +125,11 @@ def place_members(layout: Layout, members: dict[str, list[str]], edges: list[Edg
             layout.positions[n] = (c.x + x * c.radius, c.y + y * c.radius)
 
 
-def _spread(ids: list[str], weighted: list[tuple[str, str, int]], size: dict[str, float]) -> dict[str, tuple[float, float]]:
+def _spread(ids: list[str], weighted: list[tuple[str, str, int]], size: dict[str, float]) -> dict[str, Point]:
     """Positions in the unit disc for `ids` (a spring layout; a lone node sits at the centre)."""
     if len(ids) == 1:
         return {ids[0]: (0.0, 0.0)}
-    graph = nx.Graph()
+    graph: nx.Graph[str] = nx.Graph()
     graph.add_nodes_from(ids)
     wanted = set(ids)
     graph.add_weighted_edges_from((a, b, float(w)) for a, b, w in weighted if a in wanted and b in wanted)
@@ -140,7 +141,7 @@ def _spread(ids: list[str], weighted: list[tuple[str, str, int]], size: dict[str
     return {n: (x / span, y / span) for n, (x, y) in out.items()}
 
 
-def _island(local: dict[str, tuple[float, float]], radius: dict[str, float]) -> tuple[float, dict[str, tuple[float, float]]]:
+def _island(local: dict[str, Point], radius: dict[str, float]) -> tuple[float, dict[str, Point]]:
     """Scale unit-disc cluster positions so clusters of these radii do not pile up; (half width, positions)."""
     total = sum(r * r for r in radius.values())
     scale = 1.6 * math.sqrt(total) if len(local) > 1 else 0.0
@@ -149,7 +150,7 @@ def _island(local: dict[str, tuple[float, float]], radius: dict[str, float]) -> 
     return half, placed
 
 
-def _pack(islands: list[tuple[float, dict[str, tuple[float, float]]]]) -> list[tuple[tuple[float, float], dict[str, tuple[float, float]]]]:
+def _pack(islands: list[tuple[float, dict[str, Point]]]) -> list[tuple[Point, dict[str, Point]]]:
     """Shelf packing, biggest island first, rows about as wide as the whole area is tall."""
     gap = 3.0
     area = sum((2 * h + gap) ** 2 for h, _ in islands)

@@ -65,7 +65,7 @@ async function api(path, extra) {
 async function enter() {
   const m = location.hash.match(/token=([^&]+)/);
   if (!m) return;
-  history.replaceState(null, '', location.pathname); // the secret leaves the address bar at once
+  history.replaceState(null, '', location.pathname + location.search); // the secret leaves the address bar at once
   const r = await fetch('/api/session', {
     method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ token: decodeURIComponent(m[1]) }),
@@ -77,7 +77,9 @@ async function enter() {
 
 async function loadGraph() {
   status('loading graph…');
-  const g = await api('/api/graph', { cluster: state.cluster });
+  // ?detail_edges=N on the page's own URL moves the overview threshold (to look at big graphs' overview).
+  const detail = new URLSearchParams(location.search).get('detail_edges');
+  const g = await api('/api/graph', { cluster: state.cluster, detail_edges: detail });
   state.graph = g;
   state.byId = new Map(g.nodes.map((n) => [n.id, n]));
   state.clusterColor = new Map();
@@ -523,6 +525,7 @@ window.echoDashboard = {
     const b = toScreen(state.byId.get(e.target).x, state.byId.get(e.target).y);
     return [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
   },
+  hitAt(x, y) { return pick(x, y); },
   clusterAt(id) { const c = state.graph && state.graph.clusters.find((x) => x.id === id); return c ? toScreen(c.x, c.y) : null; },
 };
 
