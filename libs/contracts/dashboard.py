@@ -85,9 +85,9 @@ class ClusterLink(BaseModel):
 
 
 class FilterChoices(BaseModel):
-    """What the filters can offer for the scopes read: agents and projects that wrote, and the time span."""
+    """What the filters can offer: every readable scope; for the scopes read, who wrote, which projects, when."""
 
-    scopes: list[str]
+    scopes: list[str] = Field(description="every scope the caller may read, oldest first")
     agents: list[str]
     projects: list[str]
     first: datetime | None = Field(None, description="earliest valid_from of any fact; null when there is none")

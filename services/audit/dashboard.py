@@ -62,7 +62,7 @@ async def dashboard_graph(conn: psycopg.AsyncConnection, caller: Caller, args: G
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(sql("dashboard_graph_facts"), params)
         rows = await cur.fetchall()
-        choices = await _choices(cur, scopes)
+        choices = await _choices(cur, scopes, await readable_scopes(conn, caller))
     edges = [graph_layout.Edge(id=str(r["id"]), source=str(r["source_entity"]), target=str(r["target_entity"]))
              for r in rows]
     layout = graph_layout.cluster(edges)
@@ -201,11 +201,11 @@ def _filter_params(args: GraphFilter, scopes: list[Scope]) -> dict[str, Any]:
             "since": since, "until": until, "at": at}
 
 
-async def _choices(cur: psycopg.AsyncCursor[dict[str, Any]], scopes: list[Scope]) -> FilterChoices:
+async def _choices(cur: psycopg.AsyncCursor[dict[str, Any]], scopes: list[Scope], readable: list[Scope]) -> FilterChoices:
     await cur.execute(sql("dashboard_filter_choices"), {"scope_ids": [s.id for s in scopes]})
     row = await cur.fetchone()
     assert row is not None  # an aggregate over scalar subqueries always returns one row
-    return FilterChoices(scopes=[s.name for s in scopes], agents=list(row["agents"]), projects=list(row["projects"]),
+    return FilterChoices(scopes=[s.name for s in readable], agents=list(row["agents"]), projects=list(row["projects"]),
                          first=row["first"], last=row["last"])
 
 

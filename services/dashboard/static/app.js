@@ -99,13 +99,13 @@ async function loadGraph() {
 
 function fillChoices(c) {
   const box = $('scopes');
-  if (state.filters.scope === null) {
-    state.filters.scope = c.scopes.slice();
+  if (!box.childElementCount) {
+    if (state.filters.scope === null) state.filters.scope = c.scopes.slice();
     box.replaceChildren(...c.scopes.map((s) => {
       const label = el('label');
       const input = el('input');
       input.type = 'checkbox';
-      input.checked = true;
+      input.checked = state.filters.scope.includes(s);
       input.value = s;
       input.addEventListener('change', () => {
         state.filters.scope = [...box.querySelectorAll('input:checked')].map((i) => i.value);
@@ -530,6 +530,9 @@ window.echoDashboard = {
 };
 
 async function boot() {
+  // ?scope=NAME (repeatable) on the page's URL opens it on those scopes; otherwise every readable one.
+  const asked = new URLSearchParams(location.search).getAll('scope');
+  if (asked.length) state.filters.scope = asked;
   wire();
   try {
     await enter();
