@@ -113,6 +113,7 @@ async def test_click_node_edge_slider_search(stack: EchoStack, embedder: MiniLM,
         await w.page.click("#search-form button")
         await w.page.locator("#search-results li").first.wait_for()
         assert "on call" in (await w.page.locator("#search-results").inner_text())
+        assert "Recalled memory" in await w.page.locator("#search-notice").inner_text()
         lit = await w.js("[...window.echoDashboard.state.hiEdges].filter("
                          "(id) => window.echoDashboard.state.graph.edges.some((e) => e.id === id)).length")
         assert lit > 0

@@ -21,6 +21,7 @@ const state = {
   selected: null,
   cam: { x: 0, y: 0, k: 1 },
   painted: false,
+  seq: 0,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -79,7 +80,9 @@ async function loadGraph() {
   status('loading graph…');
   // ?detail_edges=N on the page's own URL moves the overview threshold (to look at big graphs' overview).
   const detail = new URLSearchParams(location.search).get('detail_edges');
+  const seq = ++state.seq;
   const g = await api('/api/graph', { cluster: state.cluster, detail_edges: detail });
+  if (seq !== state.seq) return; // a newer request (the slider moved on) owns the picture
   state.graph = g;
   state.byId = new Map(g.nodes.map((n) => [n.id, n]));
   state.clusterColor = new Map();
@@ -449,6 +452,8 @@ async function search(text) {
     return li;
   }));
   if (!r.results.length) list.replaceChildren(el('li', 'hint', r.note || 'nothing found'));
+  $('search-notice').textContent = r.results.length ? (r.memory_notice || NOTICE) : '';
+  $('search-notice').hidden = !r.results.length;
   status(`${r.results.length} result(s) for “${text}”, highlighted`);
   draw();
 }
