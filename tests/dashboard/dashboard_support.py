@@ -14,7 +14,6 @@ from libs.supervisor.ports import free_port
 from libs.testing import EchoStack
 from services.dashboard.app import RunningDashboard, start_dashboard
 
-
 _VECTORS: dict[str, np.ndarray] = {}
 
 
