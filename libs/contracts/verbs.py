@@ -50,7 +50,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("audit", "export", audit.ExportInput, audit.ExportPage, "bulk"),
     Verb("audit", "import_stage", audit.ImportStageInput, audit.ImportStageResult, "bulk"),
     Verb("audit", "import", audit.ImportInput, audit.ImportResult, "bulk"),
-    Verb("audit", "dashboard_graph", dashboard.GraphInput, dashboard.GraphResult, "read"),
+    # A whole-graph aggregation (clusters and layout), like `status` an admin-class time-out, not a point read's.
+    Verb("audit", "dashboard_graph", dashboard.GraphInput, dashboard.GraphResult, "admin"),
     Verb("audit", "entity_facts", dashboard.EntityFactsInput, dashboard.EntityFactsResult, "read"),
     Verb("audit", "recall_cost", dashboard.RecallCostInput, dashboard.RecallCostResult, "read"),
     Verb("reindex", "reindex", reindex.ReindexInput, reindex.ReindexResult, "bulk"),

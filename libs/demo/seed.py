@@ -82,13 +82,14 @@ class _Fact:
 class _World:
     rng: random.Random
     now: datetime
+    ids: random.Random = field(default_factory=random.Random)
     entities: dict[str, tuple[str, str, datetime]] = field(default_factory=dict)  # key -> (id, type, first seen)
     names: dict[str, str] = field(default_factory=dict)  # key -> display name
     facts: list[_Fact] = field(default_factory=list)
     active: dict[tuple[str, str, str], _Fact] = field(default_factory=dict)
 
     def uid(self) -> str:
-        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        return str(uuid.UUID(int=self.ids.getrandbits(128), version=4))
 
     def entity(self, name: str, kind: str, when: datetime) -> str:
         key = name.lower()
@@ -184,9 +185,13 @@ def _division(w: _World, d: int) -> None:
                t + timedelta(days=2, hours=1), agent="claude-code")
 
 
-def build_world(facts: int, *, now: datetime, seed: int = 0) -> _World:
-    """The invented org with at least `facts` fact versions (whole divisions are added until then)."""
-    w = _World(rng=random.Random(seed), now=now)
+def build_world(facts: int, *, now: datetime, seed: int = 0, ids: str = "") -> _World:
+    """The invented org with at least `facts` fact versions (whole divisions are added until then).
+
+    Ids come from their own generator seeded with `seed` and `ids`, so the same org seeded into
+    two scopes gets different ids (an import into a store that holds some of them would remap all).
+    """
+    w = _World(rng=random.Random(seed), now=now, ids=random.Random(f"{seed}:{ids}"))
     d = 0
     while len(w.facts) < facts:
         _division(w, d)
@@ -207,7 +212,7 @@ def demo_export(facts: int, *, org: str, scope: str, embed: Embed, now: datetime
 
     `embed` turns texts into 384-d vectors (the product's model, so search works on the result).
     """
-    w = build_world(facts, now=now, seed=seed)
+    w = build_world(facts, now=now, seed=seed, ids=f"{org}/{scope}")
     rng = w.rng
     scope_id = w.uid()
     created = min(f.t_valid for f in w.facts) - DAY
