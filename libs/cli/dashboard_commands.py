@@ -7,6 +7,7 @@ import like any export file, so screenshots never show a real memory's host or c
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -100,7 +101,9 @@ async def seed_scope(call: Call, settings: Settings, scope: str, facts: int, see
         from libs.embed import MiniLM
 
         embed = MiniLM().embed
-    lines = demo_export(facts, org=settings.org, scope=scope, embed=embed, now=datetime.now(UTC), seed=seed)
+    # Minutes of embedding at 10k facts: off the event loop, so the bus connection keeps answering pings.
+    lines = await asyncio.to_thread(demo_export, facts, org=settings.org, scope=scope, embed=embed,
+                                    now=datetime.now(UTC), seed=seed)
     await import_lines(call, lines, scope=None, progress=None, timeout=settings.timeouts.bulk,
                        chunk_bytes=settings.backup_page_bytes)
     await call("reindex", "reindex", {"scope": scope, "step": "lexical"}, settings.timeouts.bulk)

@@ -90,10 +90,10 @@ async function loadGraph() {
   fillChoices(g.choices);
   $('back').hidden = g.view !== 'cluster';
   const what = g.view === 'overview'
-    ? `${g.total_edges} facts, ${g.total_nodes} entities, ${g.clusters.length} clusters in ${g.components} islands — click a cluster to open it`
+    ? `${g.total_edges} facts, ${g.total_nodes} entities, ${g.clusters.length} clusters in ${g.components} island${g.components === 1 ? '' : 's'} — click a cluster to open it`
     : g.view === 'cluster'
       ? `cluster ${g.clusters[0] ? g.clusters[0].name : ''}: ${g.nodes.length} entities, ${g.edges.length} facts`
-      : `${g.edges.length} facts, ${g.nodes.length} entities, ${g.clusters.length} clusters in ${g.components} islands`;
+      : `${g.edges.length} facts, ${g.nodes.length} entities, ${g.clusters.length} clusters in ${g.components} island${g.components === 1 ? '' : 's'}`;
   $('graph-note').textContent = g.note ? what + ' — ' + g.note : what;
   status(g.total_edges ? 'as of ' + t(g.as_of) : 'no facts match these filters');
   fit();
