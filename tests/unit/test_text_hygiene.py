@@ -56,6 +56,11 @@ VALID: dict[str, dict[str, Any]] = {
     "ReindexInput": {"scope": "shared", "step": "embeddings", "after": "c-1"},
     "LexicalStatusInput": {"scope": "shared"},
     "HealthInput": {"scope": "shared"},
+    "GraphInput": {"scope": ["shared"], "agent": "agent-1", "project": "billing", "since": "2026-01-01",
+                   "until": "2026-02-01", "as_of": "2026-01-15T00:00:00Z", "cluster": "c-1"},
+    "EntityFactsInput": {"entity_id": "e-1", "scope": ["shared"], "agent": "agent-1", "project": "billing",
+                         "since": "2026-01-01", "until": "2026-02-01", "as_of": "2026-01-15T00:00:00Z"},
+    "RecallCostInput": {"scope": ["shared"], "agent": "agent-1", "since": "2026-01-01", "until": "2026-02-01"},
 }
 
 

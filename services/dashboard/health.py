@@ -1,0 +1,39 @@
+"""The health panel's one seam: ask the audit service's `health` verb, if this build has one.
+
+The verb and its result model live elsewhere; until the verb table lists it, the panel says so
+instead of showing a figure nobody computed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from libs.bus.client import BusClient
+from libs.config import Settings
+from libs.contracts.bus import Caller
+from libs.contracts.verbs import verb
+
+HEALTH_SERVICE = "audit"
+HEALTH_VERB = "health"
+NOT_AVAILABLE = "health is not available on this server"
+
+
+def health_verb_exists() -> bool:
+    """True when the verb table lists the health verb."""
+    try:
+        verb(HEALTH_SERVICE, HEALTH_VERB)
+    except KeyError:
+        return False
+    return True
+
+
+async def health_summary(bus: BusClient, caller: Caller, settings: Settings, scope: str | None) -> dict[str, Any] | None:
+    """The health verb's result as a dict; None when this server has no health verb.
+
+    Raises what `BusClient.call` raises (a typed EchoError) when the verb exists but fails.
+    """
+    if not health_verb_exists():
+        return None
+    timeout = float(getattr(settings.timeouts, verb(HEALTH_SERVICE, HEALTH_VERB).timeout))
+    args: dict[str, Any] = {"scope": scope} if scope else {}
+    return await bus.call(caller=caller, service=HEALTH_SERVICE, verb=HEALTH_VERB, args=args, timeout=timeout)
