@@ -13,7 +13,18 @@ from typing import Literal
 from pydantic import BaseModel
 
 from libs.contracts import (
-    admin, audit, calibration, causal, dashboard, distil, documents, health, imports, query, reindex, write,
+    admin,
+    audit,
+    calibration,
+    causal,
+    dashboard,
+    distil,
+    documents,
+    health,
+    imports,
+    query,
+    reindex,
+    write,
 )
 
 TimeoutKind = Literal["read", "write", "admin", "bulk", "auth"]

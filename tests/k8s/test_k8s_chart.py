@@ -332,16 +332,17 @@ def test_notes_tell_the_next_kubectl_apply(helm_bin: pathlib.Path, chart_dir: pa
 
 def test_notes_warn_loudly_about_unpushed_default_images(helm_bin: pathlib.Path, chart_dir: pathlib.Path) -> None:
     """The default (local, unpushed) references get a warning naming each one; pushed ones get none."""
-    out = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client")
+    out = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client",
+               "--set", f"natsAuth.seed={SEED}")
     notes = out.stdout.split("NOTES:", 1)[1]
     assert "WARNING: THIS RELEASE POINTS AT IMAGES NO REGISTRY HOLDS" in notes
     assert "#   localhost/echo-memory:0.1.0\n" in notes and "#   localhost/echo-postgres:17\n" in notes
     assert "make push-images REGISTRY=" in notes
-    pushed = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client",
+    pushed = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client", "--set", f"natsAuth.seed={SEED}",
                   "--set", "image.repository=registry.example.com/team/echo-memory",
                   "--set", "operator.cnpgImage=registry.example.com/team/echo-postgres:17")
     assert "WARNING" not in pushed.stdout.split("NOTES:", 1)[1]
-    only_app = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client",
+    only_app = helm(helm_bin, "install", "rel", str(chart_dir), "-n", NS, "--dry-run=client", "--set", f"natsAuth.seed={SEED}",
                     "--set", "operator.cnpgImage=registry.example.com/team/echo-postgres:17")
     notes = only_app.stdout.split("NOTES:", 1)[1]
     assert "#   localhost/echo-memory:0.1.0\n" in notes and "localhost/echo-postgres" not in notes
