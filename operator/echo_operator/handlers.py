@@ -103,19 +103,25 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     # Keep kopf's bookkeeping in our own annotations so the CRD status schema stays explicit.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=names.GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=names.GROUP)
+    # Phase changes are posted as Events (kopf.info/warn); kopf's own per-object chatter ("Timer 'resync'
+    # succeeded", every resync) follows the configured log level, so it neither logs nor posts by default.
     settings.posting.level = logging.INFO
+    logging.getLogger("kopf").setLevel(logging.getLevelName(config.log_level.upper()))
     if config.namespaces:
         settings.scanning.disabled = True  # fixed namespace names: no need to list namespaces (least RBAC)
     if "ctx" not in memo:
-        memo.ctx = Context(kube=Kube(), backend=memo.get("backend") or LiveBackend(config.nats_url),
-                           config=config)
+        memo.ctx = Context(kube=Kube(), config=config, backend=memo.get("backend") or LiveBackend(
+            config.nats_url, timeout=config.bus_timeout_seconds))
 
 
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    """Close the API client when the operator stops."""
+    """Close the API client and the NATS connection when the operator stops."""
     ctx = memo.get("ctx")
     if ctx is not None:
         await ctx.kube.close()
+        close = getattr(ctx.backend, "close", None)
+        if close is not None:
+            await close()
 
 
 def build_registry(config: OperatorConfig) -> kopf.OperatorRegistry:
