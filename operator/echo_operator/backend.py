@@ -71,7 +71,7 @@ class LiveBackend:
     async def _bounded(self, what: str, call: Awaitable[T]) -> T:
         try:
             return await asyncio.wait_for(call, self._timeout)
-        except (TimeoutError, asyncio.TimeoutError) as exc:
+        except TimeoutError as exc:
             raise BusUnavailable(f"NATS did not answer {what} within {self._timeout:g}s") from exc
 
     async def _conn(self) -> NATS:

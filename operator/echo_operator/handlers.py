@@ -51,10 +51,21 @@ def _post_phase_event(body: kopf.Body, old: Mapping[str, Any], new: Mapping[str,
         (kopf.warn if degraded else kopf.info)(body, reason=reason, message=message)
 
 
+async def _still_there(ctx: Context, body: Mapping[str, Any]) -> bool:
+    """Whether the object exists and is not being deleted, read now from the API server."""
+    meta = body["metadata"]
+    live = await ctx.kube.get(body["apiVersion"], body["kind"], meta["name"], meta.get("namespace"))
+    return live is not None and not live["metadata"].get("deletionTimestamp")
+
+
 async def _reconcile(reconciler: Reconciler, body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
     if body["metadata"].get("deletionTimestamp"):
         return  # being deleted: never recreate children the finalizer may be removing
     async with _lock(body):
+        # A finalizer may have run while this waited for the lock: never re-create what it removed
+        # (a token issued after the agent's tokens were revoked would stay live).
+        if not await _still_there(memo.ctx, body):
+            return
         status = await reconciler(memo.ctx, body)
     _post_phase_event(body, body.get("status") or {}, status)
     patch.status.update(status)

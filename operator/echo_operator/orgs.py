@@ -23,11 +23,11 @@ from echo_operator.backend import OrgNameTaken
 from echo_operator.context import Context
 from echo_operator.kube import KubeError
 from echo_operator.manifests import (
+    b64,
     build_cnpg_cluster,
     build_connection_secret,
     build_db_service,
     build_db_statefulset,
-    b64,
     build_migration_job,
     decode_secret,
     owned_by,

@@ -103,7 +103,12 @@ class Client:
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             raise ApiError(exc.code, exc.read().decode(errors="replace"), f"{method} {path}") from None
-        return json.loads(raw) if raw else None
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:  # /readyz and friends answer plain text
+            return raw.decode(errors="replace")
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         try:
