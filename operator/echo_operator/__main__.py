@@ -12,8 +12,11 @@ from echo_operator.handlers import build_registry
 
 def main() -> None:
     """Run the operator in the foreground until SIGTERM (one replica, no peering)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = OperatorConfig.from_env()
+    level = logging.getLevelName(config.log_level.upper())
+    if not isinstance(level, int):
+        raise SystemExit(f"echo-memory operator: unknown log level {config.log_level!r}")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     kopf.run(
         registry=build_registry(config),
         memo=kopf.Memo(config=config),

@@ -1,29 +1,45 @@
 """What the operator asks of Echo Memory itself (not of Kubernetes).
 
-:class:`Backend` is the seam: registering an org on the bus, creating scopes
-and issuing or revoking tokens in an org's database.  :class:`LiveBackend`
-calls the project's own ``libs.orgs`` and ``libs.store.admin`` (sync psycopg
-calls run in a worker thread so kopf's loop never blocks); tests may pass
-another implementation through kopf's memo.
+:class:`Backend` is the seam: claiming and serving an org's name in the bus registry, creating scopes
+and issuing or revoking tokens in an org's database.  :class:`LiveBackend` calls the project's own
+``libs.orgs`` over one long-lived NATS connection (every call bounded by a timeout, so a NATS outage
+fails a reconcile in seconds) and ``libs.store.admin`` (sync psycopg calls run in a worker thread so
+kopf's loop never blocks); tests may pass another implementation through kopf's memo.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client as NATS
+
+T = TypeVar("T")
+
+
+class OrgNameTaken(Exception):
+    """The org name is registered by another owner (nothing was written)."""
+
+    def __init__(self, org: str, owner: str | None, where: str | None) -> None:
+        super().__init__(f"org {org} is registered by {owner or 'another registrant'}")
+        self.org, self.owner, self.where = org, owner, where
+
+
+class BusUnavailable(Exception):
+    """NATS did not answer within the operator's bus timeout."""
 
 
 class Backend(Protocol):
     """Operations on the Echo Memory side that the reconcilers need."""
 
-    async def register_org(self, org: str, database_url: str) -> None:
-        """Make the org reachable by the running services (idempotent)."""
+    async def claim_org(self, org: str, *, owner: str, database_url: str, serve: bool,
+                        password_file: str | None = None) -> None:
+        """Claim ``org`` for ``owner`` (``serve``: and route it to the database); raises :class:`OrgNameTaken`."""
 
-    async def unregister_org(self, org: str) -> None:
-        """Stop routing the org (its database is untouched)."""
-
-    async def registered_url(self, org: str) -> str | None:
-        """The database URL the bus currently routes ``org`` to, or ``None``."""
+    async def release_org(self, org: str, *, owner: str) -> bool:
+        """Remove the registration if ``owner`` holds it (never another owner's); returns whether it did."""
 
     async def ensure_scope(self, database_url: str, *, name: str, description: str, readers: list[str],
                            writers: list[str], retention_days: int | None) -> None:
@@ -39,36 +55,61 @@ class Backend(Protocol):
     async def revoke_agent_tokens(self, database_url: str, *, agent_id: str) -> int:
         """Revoke every token of an agent; returns how many were revoked."""
 
+    async def close(self) -> None:
+        """Release connections (the operator is stopping)."""
+
 
 class LiveBackend:
     """The real implementation over ``libs.orgs`` (NATS KV) and ``libs.store.admin`` (Postgres)."""
 
-    def __init__(self, nats_url: str) -> None:
+    def __init__(self, nats_url: str, *, timeout: float = 5.0) -> None:
         self._nats_url = nats_url
+        self._timeout = timeout
+        self._nc: NATS | None = None
+        self._connecting = asyncio.Lock()
 
-    async def register_org(self, org: str, database_url: str) -> None:
-        """Put the org in the ``echo-orgs`` KV bucket."""
-        from libs.orgs import register_org
+    async def _bounded(self, what: str, call: Awaitable[T]) -> T:
+        try:
+            return await asyncio.wait_for(call, self._timeout)
+        except TimeoutError as exc:
+            raise BusUnavailable(f"NATS did not answer {what} within {self._timeout:g}s") from exc
 
-        await register_org(self._nats_url, org, database_url)
-
-    async def unregister_org(self, org: str) -> None:
-        """Remove the org from the ``echo-orgs`` KV bucket."""
-        from libs.orgs import unregister_org
-
-        await unregister_org(self._nats_url, org)
-
-    async def registered_url(self, org: str) -> str | None:
-        """Read the org's entry from the ``echo-orgs`` KV bucket."""
+    async def _conn(self) -> NATS:
+        """The one NATS connection of the process, opened on first use and reconnecting by itself."""
         import nats
 
-        from libs.orgs import lookup_org
+        async with self._connecting:
+            if self._nc is None or self._nc.is_closed:
+                self._nc = await self._bounded("a connect", nats.connect(
+                    self._nats_url, connect_timeout=self._timeout, max_reconnect_attempts=-1,
+                    reconnect_time_wait=1, allow_reconnect=True, name="echo-memory-operator"))
+            return self._nc
 
-        client = await nats.connect(self._nats_url)
+    async def claim_org(self, org: str, *, owner: str, database_url: str, serve: bool,
+                        password_file: str | None = None) -> None:
+        """Compare-and-set the org's entry in the ``echo-orgs`` KV bucket."""
+        from libs.orgs import OrgTaken, claim_org, without_password
+
+        nc = await self._conn()
         try:
-            return await lookup_org(client, org)
-        finally:
-            await client.close()
+            await self._bounded("a registry write", claim_org(nc, org, owner, database_url, serve=serve,
+                                                               password_file=password_file))
+        except OrgTaken as exc:
+            where = without_password(exc.database_url) if exc.database_url else None
+            raise OrgNameTaken(org, exc.owner, where) from None
+
+    async def release_org(self, org: str, *, owner: str) -> bool:
+        """Delete the org's entry from the ``echo-orgs`` KV bucket if ``owner`` holds it."""
+        from libs.orgs import release_org
+
+        nc = await self._conn()
+        return await self._bounded("a registry delete", release_org(nc, org, owner))
+
+    async def close(self) -> None:
+        """Close the NATS connection."""
+        if self._nc is not None and not self._nc.is_closed:
+            await self._nc.close()
+        self._nc = None
 
     async def ensure_scope(self, database_url: str, *, name: str, description: str, readers: list[str],
                            writers: list[str], retention_days: int | None) -> None:

@@ -8,11 +8,14 @@ hands it to :func:`echo_operator.handlers.build_registry` and to kopf's memo.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from echo_operator.manifests.pods import PodSettings
 
 ENV_PREFIX = "ECHO_OPERATOR_"
 
@@ -40,6 +43,20 @@ class OperatorConfig(BaseSettings):
         validation_alias=AliasChoices("ECHO_OPERATOR_LIVENESS", "liveness_endpoint"),
         description="kopf's liveness endpoint; an empty ECHO_OPERATOR_LIVENESS disables it",
     )
+    log_level: str = Field(
+        "INFO", validation_alias=AliasChoices("ECHO_MEMORY_LOG_LEVEL", "ECHO_OPERATOR_LOG_LEVEL", "log_level"),
+        description="log level of the operator and kopf (the chart's logLevel)")
+    bus_timeout_seconds: float = Field(5.0, gt=0, description="bound on every NATS call of a reconcile")
+    credentials_secret: str | None = Field(
+        None, description="Secret (in credentials_namespace) the services mount; org passwords are kept there "
+                          "and the registry names the key, never the password. Unset: the URL is registered as is")
+    credentials_namespace: str | None = Field(
+        None, validation_alias=AliasChoices("ECHO_OPERATOR_CREDENTIALS_NAMESPACE", "POD_NAMESPACE",
+                                            "credentials_namespace"),
+        description="namespace of credentials_secret (the operator's own, from the downward API)")
+    pod_settings_json: Annotated[dict[str, Any], NoDecode] = Field(
+        default_factory=dict, validation_alias=AliasChoices("ECHO_OPERATOR_POD_SETTINGS", "pod_settings_json"),
+        description="JSON scheduling and image settings for the pods the operator makes (manifests.pods)")
     namespaces: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="comma-separated namespaces to watch; empty means the whole cluster"
     )
@@ -51,7 +68,15 @@ class OperatorConfig(BaseSettings):
             return tuple(name.strip() for name in value.split(",") if name.strip())
         return value
 
-    @field_validator("liveness_endpoint", "schema_version", mode="before")
+    @field_validator("pod_settings_json", mode="before")
+    @classmethod
+    def _json_object(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator("liveness_endpoint", "schema_version", "credentials_secret", "credentials_namespace",
+                     mode="before")
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if value == "" else value
@@ -72,6 +97,10 @@ class OperatorConfig(BaseSettings):
             if found is not None:
                 values[name] = found
         return cls(**values)
+
+    def pod_settings(self) -> PodSettings:
+        """Pull secrets, scheduling, resources and pod metadata for the pods the operator makes."""
+        return PodSettings.model_validate(self.pod_settings_json)
 
     def target_schema_version(self) -> int:
         """The schema version migration Jobs apply: the configured one, else the code's."""

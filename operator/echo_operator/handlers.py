@@ -51,10 +51,21 @@ def _post_phase_event(body: kopf.Body, old: Mapping[str, Any], new: Mapping[str,
         (kopf.warn if degraded else kopf.info)(body, reason=reason, message=message)
 
 
+async def _still_there(ctx: Context, body: Mapping[str, Any]) -> bool:
+    """Whether the object exists and is not being deleted, read now from the API server."""
+    meta = body["metadata"]
+    live = await ctx.kube.get(body["apiVersion"], body["kind"], meta["name"], meta.get("namespace"))
+    return live is not None and not live["metadata"].get("deletionTimestamp")
+
+
 async def _reconcile(reconciler: Reconciler, body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo) -> None:
     if body["metadata"].get("deletionTimestamp"):
         return  # being deleted: never recreate children the finalizer may be removing
     async with _lock(body):
+        # A finalizer may have run while this waited for the lock: never re-create what it removed
+        # (a token issued after the agent's tokens were revoked would stay live).
+        if not await _still_there(memo.ctx, body):
+            return
         status = await reconciler(memo.ctx, body)
     _post_phase_event(body, body.get("status") or {}, status)
     patch.status.update(status)
@@ -103,19 +114,25 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     # Keep kopf's bookkeeping in our own annotations so the CRD status schema stays explicit.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=names.GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=names.GROUP)
+    # Phase changes are posted as Events (kopf.info/warn); kopf's own per-object chatter ("Timer 'resync'
+    # succeeded", every resync) follows the configured log level, so it neither logs nor posts by default.
     settings.posting.level = logging.INFO
+    logging.getLogger("kopf").setLevel(logging.getLevelName(config.log_level.upper()))
     if config.namespaces:
         settings.scanning.disabled = True  # fixed namespace names: no need to list namespaces (least RBAC)
     if "ctx" not in memo:
-        memo.ctx = Context(kube=Kube(), backend=memo.get("backend") or LiveBackend(config.nats_url),
-                           config=config)
+        memo.ctx = Context(kube=Kube(), config=config, backend=memo.get("backend") or LiveBackend(
+            config.nats_url, timeout=config.bus_timeout_seconds))
 
 
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    """Close the API client when the operator stops."""
+    """Close the API client and the NATS connection when the operator stops."""
     ctx = memo.get("ctx")
     if ctx is not None:
         await ctx.kube.close()
+        close = getattr(ctx.backend, "close", None)
+        if close is not None:
+            await close()
 
 
 def build_registry(config: OperatorConfig) -> kopf.OperatorRegistry:

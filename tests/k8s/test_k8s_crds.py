@@ -1,4 +1,4 @@
-"""The CRDs (charts/echo-memory/crds) and the examples in deploy/examples.
+"""The CRDs (charts/echo-memory/files/crds, installed by templates/crds.yaml) and the examples in deploy/examples.
 
 The API server prunes status fields a CRD does not declare and rejects spec
 fields it does not know; kmock does neither, so these checks stand in for it.

@@ -99,6 +99,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - name: OTEL_RESOURCE_ATTRIBUTES
   value: {{ .Values.telemetry.resourceAttributes | quote }}
 {{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{/* Operator rules in its namespaces: exactly the verbs it uses (operator/echo_operator/kube.py). */}}
@@ -109,6 +112,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [echo-memory.io]
   resources: [memoryorgs/status, memoryscopes/status, memoryagents/status]
   verbs: [get, patch]
+# Children carry ownerReferences with blockOwnerDeletion (Jobs of an org, token Secrets of an agent):
+# OwnerReferencesPermissionEnforcement (OpenShift's default) requires `update` on the owner's finalizers.
+- apiGroups: [echo-memory.io]
+  resources: [memoryorgs/finalizers, memoryagents/finalizers]
+  verbs: [update]
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
@@ -130,4 +138,52 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [postgresql.cnpg.io]
   resources: [clusters]
   verbs: [get, create, delete]
+{{- end }}
+
+{{/* The JSON the operator applies to the pods it makes (operator/echo_operator/manifests/pods.py). */}}
+{{- define "echo-memory.managedPodSettings" -}}
+{{- $m := .Values.operator.managedPods -}}
+{{- $out := dict "imagePullSecrets" (default list .Values.imagePullSecrets) "nodeSelector" (default dict $m.nodeSelector) "tolerations" (default list $m.tolerations) "affinity" (default dict $m.affinity) "podAnnotations" (merge (dict) (default dict $m.podAnnotations) (default dict .Values.podAnnotations)) "podLabels" (merge (dict) (default dict $m.podLabels) (default dict .Values.podLabels)) -}}
+{{- with (default .Values.priorityClassName $m.priorityClassName) }}{{ $_ := set $out "priorityClassName" . }}{{ end -}}
+{{- with $m.jobResources }}{{ $_ := set $out "jobResources" . }}{{ end -}}
+{{- with $m.postgresResources }}{{ $_ := set $out "postgresResources" . }}{{ end -}}
+{{- toJson $out -}}
+{{- end }}
+
+{{/* The Secret that holds every operator-managed org's database password (mounted by the services). */}}
+{{- define "echo-memory.orgCredentialsSecret" -}}
+{{- default (printf "%s-org-credentials" (include "echo-memory.fullname" .)) .Values.orgCredentials.secretName }}
+{{- end }}
+
+{{/* Pod metadata of a Deployment's pods: selector labels plus the user's labels and annotations. */}}
+{{- define "echo-memory.podMetadata" -}}
+{{- $ctx := index . 0 }}{{ $component := index . 1 }}
+labels:
+  {{- with $ctx.Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+  {{- include "echo-memory.selectorLabels" $ctx | nindent 2 }}
+  app.kubernetes.io/component: {{ $component }}
+{{- with $ctx.Values.podAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Scheduling fields shared by every Deployment: priority class and topology spread. */}}
+{{- define "echo-memory.podScheduling" -}}
+{{- $ctx := index . 0 }}{{ $component := index . 1 }}
+{{- with $ctx.Values.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with $ctx.Values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- range . }}
+  - {{- toYaml (omit . "labelSelector") | nindent 4 }}
+    labelSelector:
+      matchLabels:
+        {{- include "echo-memory.selectorLabels" $ctx | nindent 8 }}
+        app.kubernetes.io/component: {{ $component }}
+  {{- end }}
+{{- end }}
 {{- end }}

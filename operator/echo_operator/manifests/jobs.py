@@ -5,20 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from echo_operator import names
+from echo_operator.manifests.pods import PodSettings
 
 
 def build_migration_job(
     *, org_resource: str, namespace: str, schema_version: int, image: str,
-    image_pull_policy: str, secret_name: str, secret_key: str,
+    image_pull_policy: str, secret_name: str, secret_key: str, pod: PodSettings | None = None,
 ) -> dict[str, Any]:
     """A Job that applies pending migrations, reading the database URL from the connection Secret.
 
     One Job per schema version (its name carries the version), so an image
     upgrade runs a new Job and a finished one is never re-run.
     """
+    pod = pod or PodSettings()
     labels = names.child_labels(org_resource, "migration")
     labels[f"{names.GROUP}/schema-version"] = str(schema_version)
-    return {
+    job: dict[str, Any] = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
@@ -43,8 +45,7 @@ def build_migration_job(
                         "command": ["echo-memory", "init-db"],
                         "env": [{"name": "ECHO_MEMORY_DATABASE_URL",
                                  "valueFrom": {"secretKeyRef": {"name": secret_name, "key": secret_key}}}],
-                        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"},
-                                      "limits": {"memory": "512Mi"}},
+                        "resources": pod.job_resources,
                         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                             "capabilities": {"drop": ["ALL"]}},
                         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
@@ -54,3 +55,5 @@ def build_migration_job(
             },
         },
     }
+    pod.apply(job["spec"]["template"])
+    return job

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from echo_operator import names
+from echo_operator.manifests.pods import PodSettings
 
 _PG_UID = 999  # the postgres user of the official (and pgvector/pgvector) Debian images
 
@@ -30,13 +31,14 @@ def build_db_service(*, org_resource: str, namespace: str) -> dict[str, Any]:
 
 def build_db_statefulset(
     *, org_resource: str, namespace: str, image: str, storage: str,
-    storage_class: str | None, delete_volumes_with_set: bool,
+    storage_class: str | None, delete_volumes_with_set: bool, pod: PodSettings | None = None,
 ) -> dict[str, Any]:
     """A one-replica Postgres StatefulSet reading its credentials from the connection Secret.
 
     ``delete_volumes_with_set`` maps the org's ``deletionPolicy`` onto the
     StatefulSet's PVC retention policy, so ``Orphan`` keeps the volume.
     """
+    pod = pod or PodSettings()
     labels = names.child_labels(org_resource, "database")
     secret = names.db_secret_name(org_resource)
 
@@ -51,7 +53,7 @@ def build_db_statefulset(
         claim_spec["storageClassName"] = storage_class
     probe_cmd = ["pg_isready", "-U", names.DB_USER, "-d", names.DB_NAME, "-h", "127.0.0.1"]
     policy = "Delete" if delete_volumes_with_set else "Retain"
-    return {
+    sts: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": {"name": names.db_cluster_name(org_resource), "namespace": namespace, "labels": labels},
@@ -63,8 +65,9 @@ def build_db_statefulset(
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
+                    # Pod Security Standards `restricted`: non-root, RuntimeDefault seccomp, no escalation.
                     "securityContext": {"runAsUser": _PG_UID, "runAsGroup": _PG_UID, "fsGroup": _PG_UID,
-                                        "runAsNonRoot": True},
+                                        "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
                         "name": "postgres",
                         "image": image,
@@ -78,8 +81,7 @@ def build_db_statefulset(
                         "readinessProbe": {"exec": {"command": probe_cmd}, "periodSeconds": 10},
                         "livenessProbe": {"exec": {"command": probe_cmd}, "periodSeconds": 30,
                                           "failureThreshold": 6},
-                        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
-                                      "limits": {"memory": "1Gi"}},
+                        "resources": pod.postgres_resources,
                         "securityContext": {"allowPrivilegeEscalation": False,
                                             "capabilities": {"drop": ["ALL"]}},
                         "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"}],
@@ -89,3 +91,5 @@ def build_db_statefulset(
             "volumeClaimTemplates": [{"metadata": {"name": "data", "labels": labels}, "spec": claim_spec}],
         },
     }
+    pod.apply(sts["spec"]["template"])
+    return sts
