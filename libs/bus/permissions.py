@@ -25,6 +25,8 @@ EDGE_VERBS: tuple[tuple[str, str], ...] = (
     ("writes", "record_recall_save"),
     ("writes", "pending_documents"),
     ("writes", "mark_ingested"),
+    ("writes", "pending_episodes"),
+    ("writes", "mark_distilled"),
     ("writes", "token_verify"),
     ("retrieval", "query_memory"),
     ("causal", "trace_cause"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from libs import eventloop
 from libs.cli.audit_commands import admin_session
@@ -19,8 +19,10 @@ from libs.cli.connection import connect_bus
 from libs.config import Settings
 from libs.contracts.audit import ExportFileError
 from libs.contracts.errors import EchoError
-from libs.demo.seed import Embed
 from libs.supervisor.ports import port_in_use
+
+if TYPE_CHECKING:  # the demo data embeds with the model: loaded only by demo-seed itself
+    from libs.demo.seed import Embed
 
 DEFAULT_PORT = 8790
 DEMO_SCOPE = "demo"

@@ -26,7 +26,8 @@ ZERO_WIDTH = {"ZWSP": "\u200b", "ZWNJ": "\u200c", "ZWJ": "\u200d", "WJ": "\u2060
 
 # A valid payload per input model, setting every field that takes text.
 VALID: dict[str, dict[str, Any]] = {
-    "WriteEpisodeInput": {"scope": "shared", "session_id": "s-1", "project": "billing", "idempotency_key": "k-1"},
+    "WriteEpisodeInput": {"scope": "shared", "session_id": "s-1", "project": "billing", "idempotency_key": "k-1",
+                          "source_episode_ids": ["ep-1"]},
     "EntityIn": {"name": "Stripe", "type": "vendor", "aliases": ["stripe-api"]},
     "FactIn": {"source": "Payments", "target": "Stripe", "relation": "uses", "fact": "Payments uses Stripe.",
                "confidence": "extracted"},
@@ -43,7 +44,10 @@ VALID: dict[str, dict[str, Any]] = {
     "ScopeCreateInput": {"name": "ops", "description": "operations"},
     "ImportEpisodesInput": {"scope": "shared", "episodes": [{"content": "Alice: hi"}]},
     "EpisodeIn": {"content": "Alice: hi", "speaker": "Alice", "session_id": "s-1", "project": "billing",
-                  "metadata": {"source": "chat"}},
+                  "metadata": {"source": "chat"}, "source": "chat", "external_id": "x-1"},
+    "PendingEpisodesInput": {"scope": "shared", "project": "billing", "source": "codex", "cursor": "c-1"},
+    "MarkDistilledInput": {"episode_ids": ["ep-1"], "fact_ids": ["f-1"], "note": "nothing else"},
+    "CalibrateInput": {},
     "QueryMemoryInput": {"query": "which vendor", "scope": "shared", "about": ["Stripe"], "as_of": "2026-01-01T00:00:00Z"},
     "TraceCauseInput": {"topic": "outage", "scope": ["shared", "ops"], "as_of": "2026-01-01T00:00:00Z"},
     "GetAuditLogInput": {"since": "2026-01-01", "until": "2026-02-01", "scope": "shared", "agent": "agent-1",
