@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from libs.bus.auth import inbox_prefix
-from libs.contracts.subjects import EVENTS_STREAM, ORGS_BUCKET, PREFIX, SERVICES
+from libs.contracts.subjects import EVENTS_STREAM, GRAPH_MIRROR_CONSUMER, METRICS_SUBJECT, ORGS_BUCKET, PREFIX, SERVICES
 
 ADMIN_USER = "admin"
 EDGE_USER = "edge"
@@ -45,6 +45,18 @@ EVENTS_PUBLISH = (
     f"$JS.API.STREAM.CREATE.{EVENTS_STREAM}",
 )
 
+# The reindex service's pull consumer of ECHO_EVENTS: create or bind it, fetch, acknowledge.
+EVENTS_CONSUME = (
+    f"$JS.API.STREAM.INFO.{EVENTS_STREAM}",
+    "$JS.API.STREAM.NAMES",
+    f"$JS.API.CONSUMER.INFO.{EVENTS_STREAM}.{GRAPH_MIRROR_CONSUMER}",
+    f"$JS.API.CONSUMER.CREATE.{EVENTS_STREAM}.>",
+    f"$JS.API.CONSUMER.CREATE.{EVENTS_STREAM}",
+    f"$JS.API.CONSUMER.DURABLE.CREATE.{EVENTS_STREAM}.{GRAPH_MIRROR_CONSUMER}",
+    f"$JS.API.CONSUMER.MSG.NEXT.{EVENTS_STREAM}.{GRAPH_MIRROR_CONSUMER}",
+    f"$JS.ACK.{EVENTS_STREAM}.{GRAPH_MIRROR_CONSUMER}.>",
+)
+
 
 def request_pattern(service: str, verb: str) -> str:
     """The subject of `verb` for any org."""
@@ -67,15 +79,16 @@ def permissions(user: str) -> dict[str, Any]:
         }
     if user == EDGE_USER:
         return {
-            "publish": {"allow": [request_pattern(s, v) for s, v in EDGE_VERBS]},
+            "publish": {"allow": [*(request_pattern(s, v) for s, v in EDGE_VERBS), METRICS_SUBJECT]},
             "subscribe": {"allow": [replies]},
         }
     if user not in SERVICES:
         raise KeyError(f"no bus user {user!r}; users are {', '.join(bus_users())}")
     publish = list(REGISTRY_READ) + (list(EVENTS_PUBLISH) if user == "writes" else [])
+    publish += list(EVENTS_CONSUME) if user == "reindex" else []
     return {
         "publish": {"allow": publish},
-        "subscribe": {"allow": [f"{PREFIX}.*.{user}.>", replies]},
+        "subscribe": {"allow": [f"{PREFIX}.*.{user}.>", METRICS_SUBJECT, replies]},
         "allow_responses": True,
     }
 

@@ -14,6 +14,10 @@ from libs.contracts.verbs import VERBS
 VERSION = "v1"
 PREFIX = f"echo.{VERSION}"
 EVENTS_STREAM = "ECHO_EVENTS"
+# Every service replica answers a request here with its metrics (no queue group: all of them answer).
+METRICS_SUBJECT = f"{PREFIX}._metrics.scrape"
+# The reindex service's durable consumer of ECHO_EVENTS (the AGE graph mirror).
+GRAPH_MIRROR_CONSUMER = "graph-mirror"
 ORGS_BUCKET = "echo-orgs"
 
 # Which service answers which verb, derived from the one verb table.

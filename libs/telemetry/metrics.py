@@ -21,8 +21,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from libs.contracts.subjects import METRICS_SUBJECT
+
 # Not an org: org names start with a letter or digit, so no request subject can look like this.
-METRICS_SUBJECT = "echo.v1._metrics.scrape"
 # Seconds-scale buckets from 1 ms to 30 s: a query is a few ms, a bulk import many seconds.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 

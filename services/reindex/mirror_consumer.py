@@ -22,15 +22,16 @@ from nats.js.api import AckPolicy, ConsumerConfig
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
+from libs.bus.auth import configured_credentials, connect_options
 from libs.contracts.bus import Event
-from libs.contracts.subjects import EVENTS_STREAM, PREFIX
+from libs.contracts.subjects import EVENTS_STREAM, GRAPH_MIRROR_CONSUMER, PREFIX
 from libs.service.context import ServiceContext
 from libs.service.errors import as_echo_error
 from services.reindex.graph_mirror import mirror_facts
 
 log = logging.getLogger(__name__)
 
-DURABLE = "graph-mirror"
+DURABLE = GRAPH_MIRROR_CONSUMER
 FACT_EVENTS = f"{PREFIX}.*.events.fact.>"
 BATCH = 50
 FETCH_WAIT = 2.0  # seconds a fetch waits for events before the loop looks again
@@ -56,7 +57,8 @@ class GraphMirrorConsumer:
     async def run(self) -> None:
         url = self.ctx.settings.nats_url
         assert url is not None  # the service this consumer belongs to connected with it
-        nc = await nats.connect(url, max_reconnect_attempts=-1)
+        credentials = configured_credentials(self.ctx.settings.nats_credentials)
+        nc = await nats.connect(url, max_reconnect_attempts=-1, **connect_options(credentials))
         try:
             js = nc.jetstream()
             while True:
