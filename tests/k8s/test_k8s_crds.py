@@ -79,9 +79,11 @@ async def _statuses_of_every_org_phase() -> list[dict[str, Any]]:
     config = OperatorConfig(schema_version=2, liveness_endpoint=None)
 
     async def run(kube: FakeKube, spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
-        body = kopf.Body({"apiVersion": "echo-memory.io/v1alpha1", "kind": "MemoryOrg",
-                          "metadata": {"name": "o", "namespace": "n", "uid": "u", "generation": 1},
-                          "spec": spec, "status": status or {}})
+        raw = {"apiVersion": "echo-memory.io/v1alpha1", "kind": "MemoryOrg",
+               "metadata": {"name": "o", "namespace": "n", "uid": "u", "generation": 1},
+               "spec": spec, "status": status or {}}
+        kube.objects[("MemoryOrg", "n", "o")] = raw  # the handler re-reads its object before reconciling
+        body = kopf.Body(raw)
         patch = kopf.Patch()
         memo = kopf.Memo(ctx=Context(kube=kube, backend=RecordingBackend(), config=config))  # type: ignore[arg-type]
         await handlers.org_reconcile(body=body, patch=patch, memo=memo, logger=logging.getLogger("t"))
