@@ -88,6 +88,7 @@ async def connect_bus(settings: Settings) -> NatsBroker:
         async with asyncio.timeout(CONNECT_BOUND_SECONDS):
             await broker.start()
     except nats.errors.Error as exc:
+        _raise_if_interrupted(exc)
         if "authorization" in str(exc).lower():
             raise BusRefused(
                 f"the message bus (NATS) at {_shown(url)} refused this command's credentials; run it as the "
@@ -97,10 +98,22 @@ async def connect_bus(settings: Settings) -> NatsBroker:
             f"the message bus (NATS) at {_shown(url)} cannot be reached; is Echo Memory running? {START_HINT}"
         ) from exc
     except (TimeoutError, OSError) as exc:
+        _raise_if_interrupted(exc)
         raise BusUnreachable(
             f"the message bus (NATS) at {_shown(url)} cannot be reached; is Echo Memory running? {START_HINT}"
         ) from exc
     return broker
+
+
+def _raise_if_interrupted(exc: BaseException) -> None:
+    """KeyboardInterrupt when Ctrl-C cancelled the command while it was connecting.
+
+    asyncio turns Ctrl-C into a cancellation of the main task; nats-py can end its connect loop with
+    its own error instead of passing the cancellation on, which would read as "the bus is down".
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling() > 0:
+        raise KeyboardInterrupt from exc
 
 
 @asynccontextmanager

@@ -69,7 +69,7 @@ async def test_an_issued_token_is_stored_only_as_its_hash_and_verifies(conn: psy
     issued = await access.issue_token_async(conn, org="o", agent_id="cursor", read_scopes=["shared"], write_scopes=[])
     assert issued.agent_id == "cursor" and tokens.org_of(issued.token) == "o"
     row = await (await conn.execute(tokens.VERIFY_TOKEN, (tokens.hash_token(issued.token),))).fetchone()
-    assert row == ("cursor", ["shared"], [])
+    assert row is not None and row[:3] == ("cursor", ["shared"], []) and str(row[3]) == str(issued.token_id)
     stored = await (await conn.execute("SELECT token_hash, prefix FROM tokens WHERE id = %s", (issued.token_id,))).fetchone()
     assert stored == (tokens.hash_token(issued.token), tokens.display_prefix(issued.token))
 
@@ -77,7 +77,7 @@ async def test_an_issued_token_is_stored_only_as_its_hash_and_verifies(conn: psy
 def test_the_sync_path_stores_the_same_row(sync_conn: psycopg.Connection) -> None:
     issued = access.issue_token(sync_conn, org="o", agent_id="codex", read_scopes=["*"], write_scopes=["shared"])
     row = sync_conn.execute(tokens.VERIFY_TOKEN, (tokens.hash_token(issued.token),)).fetchone()
-    assert row == ("codex", ["*"], ["shared"])
+    assert row is not None and row[:3] == ("codex", ["*"], ["shared"]) and str(row[3]) == str(issued.token_id)
     assert sync_conn.execute("SELECT id FROM agents WHERE id = 'codex'").fetchone() == ("codex",)
 
 
