@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psutil
 import pytest
 
 from libs.supervisor.ports import free_port
@@ -163,11 +164,22 @@ def test_ctrl_c_while_connecting_exits_130_without_a_traceback(
     tmp_path: Path, silent_listener: socket.socket, closed_port_urls: tuple[str, str]
 ) -> None:
     env = _env(tmp_path / "home", nats_url=_url(silent_listener), database_url=closed_port_urls[1])
+    # The CLI starts with SIGINT at its default, as under a terminal: an ignored SIGINT would be
+    # inherited from whatever started this test run and make Ctrl-C a no-op.
     proc = subprocess.Popen([sys.executable, "-c", CLI, "export"], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     silent_listener.settimeout(30)
-    accepted, _ = silent_listener.accept()  # the CLI is inside its connect attempt now
+    port = silent_listener.getsockname()[1]
+    accepted, _ = silent_listener.accept()
     with accepted:
+        # Interrupt only once this CLI process holds the connection: a connection from another
+        # process, or a signal before the CLI reached its connect, would test something else.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any(
+            c.raddr and c.raddr.port == port for c in psutil.Process(proc.pid).net_connections(kind="tcp")
+        ):
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
