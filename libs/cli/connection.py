@@ -108,8 +108,8 @@ async def connect_bus(settings: Settings) -> NatsBroker:
 def _raise_if_interrupted(exc: BaseException) -> None:
     """KeyboardInterrupt when Ctrl-C cancelled the command while it was connecting.
 
-    asyncio turns Ctrl-C into a cancellation of the main task; nats-py can end its connect loop with
-    its own error instead of passing the cancellation on, which would read as "the bus is down".
+    asyncio turns Ctrl-C into a cancellation of the main task; should the connect attempt end with
+    an error of its own while that cancellation is pending, it must not read as "the bus is down".
     """
     task = asyncio.current_task()
     if task is not None and task.cancelling() > 0:
