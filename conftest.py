@@ -17,6 +17,7 @@ import re
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -104,25 +105,31 @@ def pg() -> Iterator[PostgresFixture]:
     shutil.rmtree(base, ignore_errors=True)
 
 
+@contextmanager
+def _database(pg: PostgresFixture, name: str, template: str | None) -> Iterator[str]:
+    """A new database `name` (a copy of `template`, else empty), dropped on exit; its admin URL."""
+    copy = f' TEMPLATE "{template}"' if template else ""
+    with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
+    try:
+        yield pg.admin_url(name)
+    finally:
+        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
 @pytest.fixture
 def database_url(pg: PostgresFixture, request: pytest.FixtureRequest) -> Iterator[str]:
     name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:6]
-    with psycopg.connect(pg.dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
-    yield pg.admin_url(name)
-    with psycopg.connect(pg.dsn, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with _database(pg, name, TEMPLATE) as url:
+        yield url
 
 
 @pytest.fixture
 def empty_database_url(pg: PostgresFixture) -> Iterator[str]:
     """A database with no schema at all (for migration tests)."""
-    name = "e_" + uuid.uuid4().hex[:10]
-    with psycopg.connect(pg.dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield pg.admin_url(name)
-    with psycopg.connect(pg.dsn, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with _database(pg, "e_" + uuid.uuid4().hex[:10], None) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -153,12 +160,8 @@ async def stack(database_url: str, nats_url: str, org: str, embedder: MiniLM) ->
 @pytest.fixture(scope="session")
 def tier_database_url(pg: PostgresFixture) -> Iterator[str]:
     """One migrated database for the whole session, for tests that roll back everything they write."""
-    name = "tier_" + uuid.uuid4().hex[:8]
-    with psycopg.connect(pg.dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
-    yield pg.admin_url(name)
-    with psycopg.connect(pg.dsn, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    with _database(pg, "tier_" + uuid.uuid4().hex[:8], TEMPLATE) as url:
+        yield url
 
 
 @pytest.fixture
