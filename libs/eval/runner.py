@@ -199,9 +199,9 @@ async def import_haystack(call: Call, scope: str, question: longmemeval.Question
 
 
 def longmemeval_scores(ranked_turns: list[str], gold: set[str]) -> dict[str, float]:
-    """Scores of one question from the session of each ranked turn, best first.
+    """Scores of one question, with LongMemEval's chat sessions ranked by their best-ranked turn.
 
-    Sessions are ranked by their best turn; recall@k is the share of answer sessions among the
+    A dataset session's rank is that of its best turn; recall@k is the share of answer sessions among the
     first k sessions, all@k is 1 when every answer session is among them, MRR is 1/rank of the
     first answer session (0 when none is reached).
     """
