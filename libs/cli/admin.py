@@ -115,9 +115,9 @@ def scope(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def mcp_stdio(settings: Settings, token_value: str | None) -> int:
-    from libs.service.registry import edge_entry
+    from libs.service.registry import entry_point
 
-    serve_stdio = edge_entry("serve_stdio")
+    serve_stdio = entry_point("serve_stdio")
     try:
         url = nats_url(settings)
     except NotRunning as exc:

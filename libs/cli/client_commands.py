@@ -414,9 +414,9 @@ async def _check_edge(url: str, token: str) -> str | None:
 
 def bridge_cmd(settings: Settings, args: argparse.Namespace) -> int:
     from libs.clients import ConfigError, load_remote
-    from libs.service.registry import edge_entry
+    from libs.service.registry import entry_point
 
-    serve_bridge = edge_entry("serve_bridge")
+    serve_bridge = entry_point("serve_bridge")
 
     try:
         remote = load_remote()

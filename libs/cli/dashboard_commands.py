@@ -55,9 +55,9 @@ def _dashboard(settings: Settings, args: Any) -> int:
         return 2
 
     async def run() -> int:
-        from libs.service.registry import edge_entry
+        from libs.service.registry import entry_point
 
-        serve = edge_entry("serve_dashboard")
+        serve = entry_point("serve_dashboard")
 
         broker = await connect_bus(settings)
         return int(await serve(settings, broker, args.port, args.open))

@@ -39,8 +39,8 @@ SERVICES: tuple[ServiceInfo, ...] = (
 EDGE_MODULE = "services.edge.app"
 # The entry points of the HTTP/stdio processes that the CLI (`mcp`, `bridge`, `dashboard --serve`)
 # and the test harness start.
-EdgeEntry = Literal["serve_stdio", "serve_bridge", "start_edge", "serve_dashboard"]
-_EDGE_ENTRIES: dict[str, tuple[str, str]] = {
+EntryPoint = Literal["serve_stdio", "serve_bridge", "start_edge", "serve_dashboard"]
+_ENTRY_POINTS: dict[str, tuple[str, str]] = {
     "serve_stdio": (EDGE_MODULE, "serve_stdio"),
     "start_edge": (EDGE_MODULE, "start_edge"),
     "serve_bridge": ("services.edge.bridge", "serve_bridge"),
@@ -57,13 +57,13 @@ def service_info(name: str) -> ServiceInfo:
     return info
 
 
-def edge_entry(name: EdgeEntry) -> Callable[..., Any]:
-    """The edge's (or the dashboard's) function `name`, imported on call, as `run` imports a service's routes.
+def entry_point(name: EntryPoint) -> Callable[..., Any]:
+    """The edge's or the dashboard's function `name`, imported on call, as `run` imports a service's routes.
 
-    Callers in libs start the edge without importing services at load time, so the layer rule
-    holds for every other process that imports them.
+    Callers in libs start those processes without importing services at load time, so the layer
+    rule holds for every other process that imports them.
     """
-    module, attribute = _EDGE_ENTRIES[name]
+    module, attribute = _ENTRY_POINTS[name]
     return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
 
 

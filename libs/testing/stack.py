@@ -22,7 +22,7 @@ from libs.config.retrieval import RetrievalSettings
 from libs.contracts.errors import TOOL_ERROR_META_KEY
 from libs.contracts.verbs import verb as verb_spec
 from libs.embed import MiniLM
-from libs.service.registry import SERVICES, edge_entry
+from libs.service.registry import SERVICES, entry_point
 from libs.service.runner import RunningService, start_service
 from libs.store import access, admin
 from libs.supervisor.ports import free_port
@@ -87,7 +87,7 @@ class EchoStack:
         for info in SERVICES:
             if info.name in self.service_names:
                 await self.start(info.name)
-        self.edge = await edge_entry("start_edge")(self._as("edge"), self.edge_settings)
+        self.edge = await entry_point("start_edge")(self._as("edge"), self.edge_settings)
         self._admin_broker = make_broker(self.nats_url, credentials=configured_credentials(
             self.bus_credentials.get("admin")))
         await self._admin_broker.start()
