@@ -33,6 +33,9 @@ Reconciler = Callable[[Context, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 _locks: dict[str, asyncio.Lock] = {}
 
 
+TIMER_EXIT_POLL_SECONDS = 1.0
+
+
 def _lock(body: Mapping[str, Any]) -> asyncio.Lock:
     meta = body["metadata"]
     key = meta.get("uid") or f"{body.get('kind')}/{meta.get('namespace')}/{meta['name']}"
@@ -117,6 +120,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     # Phase changes are posted as Events (kopf.info/warn); kopf's own per-object chatter ("Timer 'resync'
     # succeeded", every resync) follows the configured log level, so it neither logs nor posts by default.
     settings.posting.level = logging.INFO
+    # A deletion that meets a resync run in progress waits for it to end, then kopf checks again
+    # after this many seconds (60 by default): a run takes well under a second.
+    settings.background.cancellation_polling = TIMER_EXIT_POLL_SECONDS
     logging.getLogger("kopf").setLevel(logging.getLevelName(config.log_level.upper()))
     if config.namespaces:
         settings.scanning.disabled = True  # fixed namespace names: no need to list namespaces (least RBAC)
