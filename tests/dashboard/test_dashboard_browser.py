@@ -14,6 +14,8 @@ import httpx2 as httpx
 import pytest
 from dashboard_browser import Watched, browser_page
 from dashboard_support import dashboard, seed
+from playwright.async_api import Locator
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from libs.embed import MiniLM
 from libs.testing import EchoStack
@@ -41,15 +43,31 @@ async def open_dashboard(w: Watched, d: RunningDashboard, query: str = "") -> No
     assert "token" not in w.page.url  # the secret left the address bar
 
 
+async def wait_or_explain(w: Watched, target: Locator) -> None:
+    """Wait for a panel; on time-out say what the page showed instead (a panel, an error line)."""
+    try:
+        await target.wait_for(timeout=30_000)
+    except PlaywrightTimeout:
+        shown = await w.page.locator("#details").inner_text()
+        line = await w.page.locator("#status").inner_text()
+        raise AssertionError(f"panel never came; status {line!r}, details {shown[:300]!r}") from None
+
+
 async def pick_edge(w: Watched, relation: str | None = None) -> tuple[str, list[float]]:
     """An edge whose midpoint, clicked, hits that edge (not a node on top of it)."""
     found = await w.js("""(relation) => {
         const d = window.echoDashboard;
         for (const e of d.state.graph.edges) {
             if (relation && e.relation !== relation) continue;
-            const at = d.edgeAt(e.id);
-            const hit = d.hitAt(at[0], at[1]);
-            if (hit && hit.kind === 'edge' && hit.id === e.id) return [e.id, at];
+            // The browser reports whole-pixel mouse positions: aim at a pixel whose neighbours all hit
+            // this edge too, so rounding cannot turn the click into a node or another edge.
+            const mid = d.edgeAt(e.id).map(Math.round);
+            let steady = true;
+            for (const dx of [-1, 0, 1]) for (const dy of [-1, 0, 1]) {
+                const hit = d.hitAt(mid[0] + dx, mid[1] + dy);
+                if (!hit || hit.kind !== 'edge' || hit.id !== e.id) steady = false;
+            }
+            if (steady) return [e.id, mid];
         }
         return null;
     }""", relation)
@@ -87,7 +105,7 @@ async def test_click_node_edge_slider_search(stack: EchoStack, embedder: MiniLM,
         fact_id, at = await pick_edge(w, "on_call_rotation")
         await w.click_canvas(at)
         trail = w.page.locator(f'#details [data-why="{fact_id}"]')
-        await trail.wait_for()
+        await wait_or_explain(w, trail)
         text = await trail.inner_text()
         assert "VERSIONS (4)" in text.upper() and "primary on call" in text and "AUDIT" in text.upper()
         await w.page.screenshot(path=str(tmp_path / "why.png"))

@@ -26,15 +26,15 @@ def probe(port: int, path: str) -> tuple[int, str]:
         return 0, ""
 
 
-def wait_probe(port: int, path: str, code: int, timeout: float = 150) -> str:
+def wait_probe(port: int, path: str, code: int, contains: str = "", timeout: float = 150) -> str:
     deadline = time.monotonic() + timeout
     last: tuple[int, str] = (0, "")
     while time.monotonic() < deadline:
         last = probe(port, path)
-        if last[0] == code:
+        if last[0] == code and contains in last[1]:
             return last[1]
         time.sleep(0.3)
-    raise AssertionError(f"{path} never answered {code} (last: {last})")
+    raise AssertionError(f"{path} never answered {code} {contains!r} (last: {last})")
 
 
 def test_a_service_waits_for_its_migration_with_the_reason_on_readyz(empty_database_url: str,
@@ -46,7 +46,8 @@ def test_a_service_waits_for_its_migration_with_the_reason_on_readyz(empty_datab
     proc = subprocess.Popen([str(BIN), "service", "causal"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        reason = wait_probe(port, "/readyz", 503)
+        # The probe answers "starting" until the first schema check has run; wait past it.
+        reason = wait_probe(port, "/readyz", 503, contains="schema")
         assert "schema is at version 0" in reason and "init-db" in reason
         assert probe(port, "/healthz")[0] == 200  # alive while it waits: no restart loop
         assert proc.poll() is None
