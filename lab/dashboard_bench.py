@@ -100,16 +100,9 @@ async def screenshots(browser: Any, d: RunningDashboard, scope: str, out: Path, 
         await click(await page.evaluate("(id) => window.echoDashboard.nodeAt(id)", hub))
         await page.locator("#details [data-entity]").wait_for()
         await page.screenshot(path=str(out / "dashboard-node.png"))
-        at = await page.evaluate("""() => {
-            const d = window.echoDashboard;
-            for (const e of d.state.graph.edges.filter((e) => e.relation === 'on_call_rotation')) {
-                const at = d.edgeAt(e.id); const hit = d.hitAt(at[0], at[1]);
-                if (hit && hit.kind === 'edge' && hit.id === e.id) return at;
-            }
-            return null;
-        }""")
-        if at is not None:
-            await click(at)
+        found = await page.evaluate("window.echoDashboard.clickableEdge('on_call_rotation')")
+        if found is not None:
+            await click(found[1])
             await page.locator("#details [data-why]").wait_for()
             await page.screenshot(path=str(out / "dashboard-why.png"))
         await page.fill("#search", "what caused the last incident on ledger-api")

@@ -55,22 +55,7 @@ async def wait_or_explain(w: Watched, target: Locator) -> None:
 
 async def pick_edge(w: Watched, relation: str | None = None) -> tuple[str, list[float]]:
     """An edge whose midpoint, clicked, hits that edge (not a node on top of it)."""
-    found = await w.js("""(relation) => {
-        const d = window.echoDashboard;
-        for (const e of d.state.graph.edges) {
-            if (relation && e.relation !== relation) continue;
-            // The browser reports whole-pixel mouse positions: aim at a pixel whose neighbours all hit
-            // this edge too, so rounding cannot turn the click into a node or another edge.
-            const mid = d.edgeAt(e.id).map(Math.round);
-            let steady = true;
-            for (const dx of [-1, 0, 1]) for (const dy of [-1, 0, 1]) {
-                const hit = d.hitAt(mid[0] + dx, mid[1] + dy);
-                if (!hit || hit.kind !== 'edge' || hit.id !== e.id) steady = false;
-            }
-            if (steady) return [e.id, mid];
-        }
-        return null;
-    }""", relation)
+    found = await w.js("(relation) => window.echoDashboard.clickableEdge(relation)", relation)
     assert found, f"no clickable {relation or ''} edge on screen"
     return found[0], found[1]
 

@@ -531,6 +531,21 @@ window.echoDashboard = {
     return [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
   },
   hitAt(x, y) { return pick(x, y); },
+  // A whole pixel (browsers report whole-pixel mouse positions) whose neighbours all hit this edge,
+  // so a click there opens it rather than a node or another edge; the first such edge of a relation.
+  clickableEdge(relation) {
+    for (const e of (state.graph ? state.graph.edges : [])) {
+      if (relation && e.relation !== relation) continue;
+      const mid = this.edgeAt(e.id).map(Math.round);
+      let steady = true;
+      for (const dx of [-1, 0, 1]) for (const dy of [-1, 0, 1]) {
+        const hit = pick(mid[0] + dx, mid[1] + dy);
+        if (!hit || hit.kind !== 'edge' || hit.id !== e.id) steady = false;
+      }
+      if (steady) return [e.id, mid];
+    }
+    return null;
+  },
   clusterAt(id) { const c = state.graph && state.graph.clusters.find((x) => x.id === id); return c ? toScreen(c.x, c.y) : null; },
 };
 
