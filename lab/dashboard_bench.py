@@ -101,10 +101,22 @@ async def screenshots(browser: Any, d: RunningDashboard, scope: str, out: Path, 
         await page.locator("#details [data-entity]").wait_for()
         await page.screenshot(path=str(out / "dashboard-node.png"))
         found = await page.evaluate("window.echoDashboard.clickableEdge('on_call_rotation')")
+        for _ in range(6):  # a dense graph's edges are short: zoom in on one until it can be clicked
+            if found is not None:
+                break
+            first = await page.evaluate("window.echoDashboard.state.graph.edges.find((e) => e.relation === 'on_call_rotation')")
+            if first is None:
+                break
+            at = await page.evaluate("(id) => window.echoDashboard.edgeAt(id)", first["id"])
+            await page.mouse.move(box["x"] + at[0], box["y"] + at[1])
+            await page.mouse.wheel(0, -400)
+            found = await page.evaluate("window.echoDashboard.clickableEdge('on_call_rotation')")
         if found is not None:
             await click(found[1])
             await page.locator("#details [data-why]").wait_for()
             await page.screenshot(path=str(out / "dashboard-why.png"))
+        else:
+            print("screenshots: no on_call_rotation edge can be clicked clear of nodes; dashboard-why.png not taken")
         await page.fill("#search", "what caused the last incident on ledger-api")
         await page.click("#search-form button")
         await page.locator("#search-results li").first.wait_for()

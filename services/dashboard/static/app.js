@@ -531,18 +531,25 @@ window.echoDashboard = {
     return [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
   },
   hitAt(x, y) { return pick(x, y); },
-  // A whole pixel (browsers report whole-pixel mouse positions) whose neighbours all hit this edge,
-  // so a click there opens it rather than a node or another edge; the first such edge of a relation.
+  // A whole pixel (browsers report whole-pixel mouse positions) on an edge whose neighbours all hit that
+  // edge, so a click there opens it rather than a node or another edge: the first such edge of a relation,
+  // trying points from the middle of each edge outwards.
   clickableEdge(relation) {
+    const steady = (e, p) => {
+      for (const dx of [-1, 0, 1]) for (const dy of [-1, 0, 1]) {
+        const hit = pick(p[0] + dx, p[1] + dy);
+        if (!hit || hit.kind !== 'edge' || hit.id !== e.id) return false;
+      }
+      return true;
+    };
     for (const e of (state.graph ? state.graph.edges : [])) {
       if (relation && e.relation !== relation) continue;
-      const mid = this.edgeAt(e.id).map(Math.round);
-      let steady = true;
-      for (const dx of [-1, 0, 1]) for (const dy of [-1, 0, 1]) {
-        const hit = pick(mid[0] + dx, mid[1] + dy);
-        if (!hit || hit.kind !== 'edge' || hit.id !== e.id) steady = false;
+      const a = toScreen(state.byId.get(e.source).x, state.byId.get(e.source).y);
+      const b = toScreen(state.byId.get(e.target).x, state.byId.get(e.target).y);
+      for (const u of [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8]) {
+        const p = [Math.round(a[0] + u * (b[0] - a[0])), Math.round(a[1] + u * (b[1] - a[1]))];
+        if (steady(e, p)) return [e.id, p];
       }
-      if (steady) return [e.id, mid];
     }
     return null;
   },
