@@ -5,7 +5,8 @@ by `import`, which re-checks the whole file with `parse_export` — a foreign, m
 or edited file is refused before any memory row is written. Ids are kept when none of them exists
 in the org yet (restoring into an empty org); otherwise every id gets a new value and the result
 maps old → new. The import writes no audit row of its own: the file's audit log is the history,
-and a restored store must export to the same content.
+and a restored store must export to the same content. Into an empty org, indexes and statistics
+are built once at the end instead of row by row (services/audit/restore_upkeep.py).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from libs.store import embedding_models
 from libs.store.access import SHARED
 from libs.store.migrations import CODE_SCHEMA_VERSION
 from services.audit import export_queries as xq
+from services.audit import restore_upkeep
 from services.audit.access import require_admin
 
 _SCOPE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -83,7 +85,10 @@ async def import_restore(conn: psycopg.AsyncConnection, caller: Caller, args: Im
         raise SchemaTooNew(f"the file comes from schema version {parsed.header.schema_version}, newer than this "
                            f"code ({CODE_SCHEMA_VERSION}): upgrade echo-mem before importing it")
     plan = await _plan(conn, parsed, args.scope)
+    suspended = await restore_upkeep.suspend(conn)
     await _insert_all(conn, parsed.records, plan)
+    if suspended is not None:
+        await restore_upkeep.resume(conn, suspended, [plan.ids[s.id] for s in _scopes(parsed)])
     if plan.keep_audit_ids:
         await conn.execute(xq.AUDIT_SEQUENCE_CATCH_UP)
     await conn.execute(xq.STAGE_DROP, (import_id,))

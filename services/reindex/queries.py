@@ -2,25 +2,6 @@
 
 from libs.store.scopes import SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK  # the same lock the writes service takes
 
-DELETE_DF = "DELETE FROM lexical_df WHERE scope_id = %(scope_id)s"
-DELETE_STATS = "DELETE FROM lexical_stats WHERE scope_id = %(scope_id)s"
-REBUILD_STATS = """
-INSERT INTO lexical_stats (scope_id, corpus, doc_count, total_length, format_version)
-SELECT %(scope_id)s, 'facts', count(*), coalesce(sum(echo_tsv_length(tsv)), 0), %(version)s
-FROM facts WHERE scope_id = %(scope_id)s
-UNION ALL
-SELECT %(scope_id)s, 'episodes', count(*), coalesce(sum(echo_tsv_length(tsv)), 0), %(version)s
-FROM episodes WHERE scope_id = %(scope_id)s AND kind <> 'write'
-"""
-REBUILD_DF = """
-INSERT INTO lexical_df (scope_id, corpus, term, df)
-SELECT %(scope_id)s, 'facts', u.lexeme, count(*) FROM facts f, unnest(f.tsv) AS u
-WHERE f.scope_id = %(scope_id)s GROUP BY u.lexeme
-UNION ALL
-SELECT %(scope_id)s, 'episodes', u.lexeme, count(*) FROM episodes e, unnest(e.tsv) AS u
-WHERE e.scope_id = %(scope_id)s AND e.kind <> 'write' GROUP BY u.lexeme
-"""
-
 # One cursor over the three embedded tables of a scope: (table rank, id).
 COUNT_EMBEDDED = """
 SELECT (SELECT count(*) FROM facts WHERE scope_id = %(scope_id)s)

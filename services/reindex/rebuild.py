@@ -22,6 +22,7 @@ from libs.contracts.reindex import (
 from libs.embed import MiniLM
 from libs.store import embedding_models
 from libs.store.access import resolve_scope
+from libs.store.lexical import rebuild_scope_statistics
 from services.reindex import queries as q
 from services.reindex.graph_mirror import rebuild_scope
 
@@ -43,10 +44,8 @@ async def reindex(
     params = {"scope_id": scope.id}
     await conn.execute(q.SCOPE_WRITE_LOCK, (scope.id,))
     if args.step == "lexical":
-        await conn.execute(q.DELETE_DF, params)
-        await conn.execute(q.DELETE_STATS, params)
-        await conn.execute(q.REBUILD_STATS, {**params, "version": LEXICAL_FORMAT_VERSION})
-        await conn.execute(q.REBUILD_DF, params)
+        assert scope.id is not None  # resolving for "write" creates the row
+        await rebuild_scope_statistics(conn, scope.id)
         rows = await (await conn.execute(q.STATS_OF_SCOPE, params)).fetchall()
         total = sum(int(r[1]) for r in rows)
         return ReindexResult(scope=scope.name, step="lexical", processed=total, total=total,

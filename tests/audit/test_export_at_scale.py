@@ -71,6 +71,32 @@ async def test_a_store_larger_than_a_bus_message_round_trips_into_an_empty_org(
     assert re.search(r"staged (\d+)/\1 lines", err), err
     assert json.loads(out_text)["ids_kept"] is True
     assert table_checksums(target_url) == before
+    # The restore built indexes and BM25 statistics once at the end: the same as the source's, and
+    # the statistics triggers are back on for the next write.
+    assert derived_state(target_url) == derived_state(stack.database_url)
+    with psycopg.connect(target_url) as conn:
+        facts = conn.execute("SELECT doc_count FROM lexical_stats WHERE corpus = 'facts' ORDER BY scope_id").fetchall()
+        assert sum(r[0] for r in facts) == 1500
+        conn.execute("INSERT INTO facts (scope_id, source_entity, target_entity, relation, text, confidence, agent_id, "
+                     "embedding, token_count) SELECT scope_id, source_entity, target_entity, 'restored-check', "
+                     "'zebra quokka', confidence, agent_id, embedding, 2 FROM facts LIMIT 1")
+        assert conn.execute("SELECT df FROM lexical_df WHERE term = 'quokka'").fetchone() == (1,)
+
+
+DERIVED = {
+    "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",
+    "triggers": "SELECT tgname, tgenabled FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname",
+    # A rebuild (like reindex's) also records an empty corpus, which the insert trigger never sees.
+    "stats": "SELECT scope_id, corpus, doc_count, total_length, format_version FROM lexical_stats "
+             "WHERE doc_count > 0 ORDER BY 1, 2",
+    "df": "SELECT md5(string_agg(scope_id || corpus || term || df, '|' ORDER BY scope_id, corpus, term)) FROM lexical_df",
+}
+
+
+def derived_state(database_url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """What a database derives from its rows: indexes, triggers and their state, BM25 statistics."""
+    with psycopg.connect(database_url) as conn:
+        return {name: conn.execute(query).fetchall() for name, query in DERIVED.items()}
 
 
 async def test_an_interrupted_export_resumes_after_its_last_complete_line(stack: EchoStack, tmp_path: Path) -> None:
