@@ -86,7 +86,9 @@ def build_http_server(
     )
     register_tools(server, bus, settings.timeouts, lambda ctx: current_http_caller(client_name(ctx)), guards)
     _add_logging_level(server)
-    _add_health_routes(server, broker, _orgs(settings, edge)[0], guards if edge.metrics else None)
+    # "*" (every registered org, the chart's default) names no org to probe: probe the default org.
+    probed = next((org for org in _orgs(settings, edge) if org != "*"), settings.org)
+    _add_health_routes(server, broker, probed, guards if edge.metrics else None)
     return server, verifier, guards
 
 
