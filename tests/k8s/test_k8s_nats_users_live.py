@@ -331,3 +331,30 @@ async def test_services_and_edge_started_with_the_chart_credentials_answer_a_que
             proc.wait(timeout=30)
     log = chart_bus.log()
     assert "Violation" not in log, log[-3000:]  # the chart's users needed nothing more than they are granted
+
+
+async def test_the_operator_registers_an_org_with_the_admin_credential(chart_bus: ChartBus,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator's LiveBackend reads the admin user the chart gives its pod (ECHO_MEMORY_NATS_USER/_PASSWORD)."""
+    from echo_operator import LiveBackend
+    from echo_operator.backend import BusUnavailable
+
+    env = chart_bus.env("operator")
+    assert env["ECHO_MEMORY_NATS_USER"] == "admin"
+    for name in ("ECHO_MEMORY_NATS_USER", "ECHO_MEMORY_NATS_PASSWORD"):
+        monkeypatch.setenv(name, env[name])
+    backend = LiveBackend(chart_bus.url, timeout=10)
+    try:
+        await backend.claim_org("acme", owner="memsys/acme", database_url="postgresql://app@db.memsys:5432/acme",
+                                serve=True)
+        assert await backend.release_org("acme", owner="memsys/acme")
+    finally:
+        await backend.close()
+    monkeypatch.setenv("ECHO_MEMORY_NATS_PASSWORD", "not-the-password")
+    refused = LiveBackend(chart_bus.url, timeout=3)
+    with pytest.raises(BusUnavailable):  # the operator keeps retrying the connect; each attempt is refused
+        await refused.claim_org("acme", owner="memsys/acme", database_url="postgresql://app@db/acme", serve=True)
+    await refused.close()
+    log = chart_bus.log()
+    assert "authentication error - User \"admin\"" in log
+    assert "Publish Violation" not in log and "Subscription Violation" not in log  # admin needed nothing more
