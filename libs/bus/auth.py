@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
+from libs.config import Settings
+
 DEFAULT_INBOX = "_INBOX"
 
 
@@ -71,6 +73,24 @@ def configured_credentials(path: Path | None) -> NatsCredentials | None:
     return read_credentials(path.expanduser()) if path is not None else None
 
 
+def settings_credentials(settings: Settings) -> NatsCredentials | None:
+    """The credentials this process's settings name, or None when they name none.
+
+    ECHO_MEMORY_NATS_USER with ECHO_MEMORY_NATS_PASSWORD (how the Helm chart hands each pod its
+    own), else the file ECHO_MEMORY_NATS_CREDENTIALS. CredentialsError (one sentence) when only
+    one of user and password is set, when both a file and a user are, or when the file is unusable.
+    """
+    user, password = settings.nats_user, settings.nats_password
+    if user is None and password is None:
+        return configured_credentials(settings.nats_credentials)
+    if not user or password is None or not password.get_secret_value():
+        raise CredentialsError("ECHO_MEMORY_NATS_USER and ECHO_MEMORY_NATS_PASSWORD must be set together")
+    if settings.nats_credentials is not None:
+        raise CredentialsError("set either ECHO_MEMORY_NATS_CREDENTIALS or ECHO_MEMORY_NATS_USER with "
+                               "ECHO_MEMORY_NATS_PASSWORD, not both")
+    return NatsCredentials(user=user, password=password)
+
+
 def connect_options(credentials: NatsCredentials | None) -> dict[str, Any]:
     """Keyword arguments for `nats.connect` and `NatsBroker`: user, password and the user's inbox prefix."""
     if credentials is None:
@@ -84,5 +104,5 @@ def connect_options(credentials: NatsCredentials | None) -> dict[str, Any]:
 
 __all__ = [
     "CredentialsError", "NatsCredentials", "configured_credentials", "connect_options", "inbox_prefix", "new_credentials",
-    "read_credentials", "write_credentials",
+    "read_credentials", "settings_credentials", "write_credentials",
 ]

@@ -65,6 +65,11 @@ class Settings(BaseSettings):
         None, description="file (mode 0600) with this process's NATS user and password; `up` writes one per "
         "process kind under <home>/run/ and hands it to its children",
     )
+    nats_user: str | None = Field(
+        None, description="NATS user of this process, given with nats_password instead of a credentials file "
+        "(Kubernetes: the chart gives each component its own from a Secret)",
+    )
+    nats_password: SecretStr | None = Field(None, description="password of nats_user")
     token: SecretStr | None = Field(None, description="bearer token the CLI and `echo-memory mcp` use")
     timeouts: Timeouts = Field(default_factory=Timeouts)
     workers: Workers = Field(default_factory=Workers)

@@ -16,7 +16,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from libs import eventloop
-from libs.bus.auth import CredentialsError, configured_credentials, connect_options
+from libs.bus.auth import CredentialsError, connect_options, settings_credentials
 from libs.bus.broker import make_broker
 from libs.config import Settings
 from libs.contracts.errors import SchemaTooNew, SchemaTooOld
@@ -62,7 +62,7 @@ async def start_service(
     """Connect, subscribe every route of `name` and start serving in the running event loop."""
     if settings.nats_url is None:
         raise ValueError(f"the {name} service needs ECHO_MEMORY_NATS_URL")
-    credentials = configured_credentials(settings.nats_credentials)
+    credentials = settings_credentials(settings)
     nc = await nats.connect(settings.nats_url, max_reconnect_attempts=-1, **connect_options(credentials))
 
     async def lookup(org: str) -> str | None:
@@ -114,7 +114,7 @@ def run_service(name: str, routes: RoutesFactory, settings: Settings, *, model: 
         print(f"echo-memory {name}: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
         return 2
     try:
-        configured_credentials(settings.nats_credentials)
+        settings_credentials(settings)
     except CredentialsError as exc:
         print(f"echo-memory {name}: {exc}", file=sys.stderr)
         return 2

@@ -12,7 +12,14 @@ import json
 import os
 from pathlib import Path
 
-from libs.bus.auth import CredentialsError, NatsCredentials, new_credentials, read_credentials, write_credentials
+from libs.bus.auth import (
+    CredentialsError,
+    NatsCredentials,
+    new_credentials,
+    read_credentials,
+    settings_credentials,
+    write_credentials,
+)
 from libs.bus.permissions import authorization, bus_users
 from libs.config import Settings
 from libs.supervisor.state import read_state
@@ -67,12 +74,14 @@ def write_server_config(path: Path, text: str) -> None:
 def process_credentials(settings: Settings, user: str, url: str) -> NatsCredentials | None:
     """The credentials this process connects to `url` with.
 
-    ECHO_MEMORY_NATS_CREDENTIALS names a file: that one (CredentialsError when unusable). Else,
-    when `url` is the bus of the embedded system in `settings.home`, its file for `user`. Else
-    None: a bus configured elsewhere (a test's open server, a URL carrying its own credentials).
+    ECHO_MEMORY_NATS_USER and ECHO_MEMORY_NATS_PASSWORD, or a file ECHO_MEMORY_NATS_CREDENTIALS
+    names: those (CredentialsError when unusable). Else, when `url` is the bus of the embedded
+    system in `settings.home`, its file for `user`. Else None: a bus configured elsewhere (a test's
+    open server, a URL carrying its own credentials).
     """
-    if settings.nats_credentials is not None:
-        return read_credentials(settings.nats_credentials.expanduser())
+    explicit = settings_credentials(settings)
+    if explicit is not None:
+        return explicit
     home = settings.home.expanduser()
     state = read_state(home)
     if state is None or state.nats_url != url:

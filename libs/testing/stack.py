@@ -14,7 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
-from libs.bus.auth import configured_credentials
+from libs.bus.auth import settings_credentials
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
 from libs.config import Settings
@@ -88,8 +88,7 @@ class EchoStack:
             if info.name in self.service_names:
                 await self.start(info.name)
         self.edge = await entry_point("start_edge")(self._as("edge"), self.edge_settings)
-        self._admin_broker = make_broker(self.nats_url, credentials=configured_credentials(
-            self.bus_credentials.get("admin")))
+        self._admin_broker = make_broker(self.nats_url, credentials=settings_credentials(self._as("admin")))
         await self._admin_broker.start()
         return self
 

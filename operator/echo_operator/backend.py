@@ -78,11 +78,16 @@ class LiveBackend:
         """The one NATS connection of the process, opened on first use and reconnecting by itself."""
         import nats
 
+        from libs.bus.auth import connect_options, settings_credentials
+        from libs.config import load_settings
+
+        # The admin user's credentials (ECHO_MEMORY_NATS_USER/_PASSWORD, from the chart), replies on its inbox.
+        auth = connect_options(settings_credentials(load_settings()))
         async with self._connecting:
             if self._nc is None or self._nc.is_closed:
                 self._nc = await self._bounded("a connect", nats.connect(
                     self._nats_url, connect_timeout=self._timeout, max_reconnect_attempts=-1,
-                    reconnect_time_wait=1, allow_reconnect=True, name="echo-memory-operator"))
+                    reconnect_time_wait=1, allow_reconnect=True, name="echo-memory-operator", **auth))
             return self._nc
 
     async def claim_org(self, org: str, *, owner: str, database_url: str, serve: bool,

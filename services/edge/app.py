@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from libs import eventloop
-from libs.bus.auth import CredentialsError, configured_credentials
+from libs.bus.auth import CredentialsError, settings_credentials
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient, bus_connected
 from libs.bus.permissions import EDGE_USER
@@ -86,7 +86,9 @@ def build_http_server(
     )
     register_tools(server, bus, settings.timeouts, lambda ctx: current_http_caller(client_name(ctx)), guards)
     _add_logging_level(server)
-    _add_health_routes(server, broker, _orgs(settings, edge)[0], guards if edge.metrics else None)
+    # "*" (every registered org, the chart's default) names no org to probe: probe the default org.
+    probed = next((org for org in _orgs(settings, edge) if org != "*"), settings.org)
+    _add_health_routes(server, broker, probed, guards if edge.metrics else None)
     return server, verifier, guards
 
 
@@ -249,7 +251,7 @@ def build_app(settings: Settings, edge: EdgeSettings, broker: NatsBroker, port: 
 async def start_edge(settings: Settings, edge: EdgeSettings | None = None) -> RunningEdge:
     """Connect to the bus and serve MCP over HTTP; returns once the port accepts connections."""
     edge = edge or EdgeSettings()
-    broker = make_broker(settings.nats_url or "", credentials=configured_credentials(settings.nats_credentials))
+    broker = make_broker(settings.nats_url or "", credentials=settings_credentials(settings))
     await broker.start()
     port = settings.edge_port or 8765
     app, verifier, guards = build_app(settings, edge, broker, port)
@@ -332,7 +334,7 @@ def run_edge(settings: Settings) -> int:
         print("echo-memory edge: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
         return 2
     try:
-        configured_credentials(settings.nats_credentials)
+        settings_credentials(settings)
     except CredentialsError as exc:
         print(f"echo-memory edge: {exc}", file=sys.stderr)
         return 2

@@ -22,7 +22,7 @@ from nats.js.api import AckPolicy, ConsumerConfig
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
-from libs.bus.auth import configured_credentials, connect_options
+from libs.bus.auth import connect_options, settings_credentials
 from libs.contracts.bus import Event
 from libs.contracts.subjects import EVENTS_STREAM, GRAPH_MIRROR_CONSUMER, PREFIX
 from libs.service.context import ServiceContext
@@ -57,7 +57,7 @@ class GraphMirrorConsumer:
     async def run(self) -> None:
         url = self.ctx.settings.nats_url
         assert url is not None  # the service this consumer belongs to connected with it
-        credentials = configured_credentials(self.ctx.settings.nats_credentials)
+        credentials = settings_credentials(self.ctx.settings)
         nc = await nats.connect(url, max_reconnect_attempts=-1, **connect_options(credentials))
         try:
             js = nc.jetstream()

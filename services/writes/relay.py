@@ -24,7 +24,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 from nats.js.errors import BadRequestError, NotFoundError
 
-from libs.bus.auth import configured_credentials, connect_options
+from libs.bus.auth import connect_options, settings_credentials
 from libs.contracts.bus import Event
 from libs.contracts.subjects import EVENTS_STREAM, PREFIX, event_subject
 from libs.service.context import ServiceContext
@@ -82,7 +82,7 @@ class OutboxRelay:
         """Publish until cancelled: after every kick, and every `interval` seconds regardless."""
         url = self.ctx.settings.nats_url
         assert url is not None  # the service this relay belongs to connected with it
-        credentials = configured_credentials(self.ctx.settings.nats_credentials)
+        credentials = settings_credentials(self.ctx.settings)
         nc = await nats.connect(url, max_reconnect_attempts=-1, **connect_options(credentials))
         try:
             self._js = nc.jetstream()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import httpx2
 
+from libs.config.edge import EdgeSettings
+from libs.embed import MiniLM
 from libs.testing import EchoStack
 
 
@@ -24,3 +26,12 @@ async def test_readyz_follows_the_writes_and_retrieval_services(stack: EchoStack
     assert await _readyz(stack) == (200, "ready")
     scopes = (await stack.admin_call("writes", "status", {}))["scopes"]
     assert all(s["facts"] == 0 and s["last_write"] is None for s in scopes), scopes  # probes wrote nothing
+
+
+async def test_readyz_of_an_edge_serving_every_org_probes_the_default_org(
+    database_url: str, nats_url: str, org: str, embedder: MiniLM
+) -> None:
+    """The chart's default edge (ECHO_MEMORY_EDGE_ORGS='["*"]') names no one org; its probe asks the default org's."""
+    async with EchoStack(database_url=database_url, nats_url=nats_url, org=org, embedder=embedder,
+                         services=("writes", "retrieval"), edge=EdgeSettings(orgs=["*"])) as stack:
+        assert await _readyz(stack) == (200, "ready")

@@ -71,7 +71,9 @@ def container_env(deployment: dict[str, Any]) -> dict[str, Any]:
 
 MATRIX: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "defaults": ({}, ()),
-    "external-nats-url": ({"nats": {"enabled": False}, "externalNats": {"url": "nats://tok@nats.infra:4222"}}, ()),
+    # An external NATS whose URL carries its own credentials: no per-component users.
+    "external-nats-url": ({"nats": {"enabled": False}, "natsAuth": {"enabled": False},
+                           "externalNats": {"url": "nats://tok@nats.infra:4222"}}, ()),
     "external-nats-secret": ({"nats": {"enabled": False}, "externalNats": {"urlSecret": {"name": "nats-url"}}}, ()),
     "ingress-tls": ({"edge": {"allowedOrigins": ["https://mem.example.org"],
                               "ingress": {"enabled": True, "className": "nginx",
@@ -145,8 +147,8 @@ def test_defaults(render: Render) -> None:
         assert container["command"] == ["echo-memory", "service", name]
         assert container["image"] == "localhost/echo-memory:0.1.0"  # what `make images` builds
         env = container_env(dep)
-        assert env["NATS_TOKEN"] == {"secretKeyRef": {"name": "echo-memory-nats-auth", "key": "token"}}
-        assert env["ECHO_MEMORY_NATS_URL"] == "nats://$(NATS_TOKEN)@rel-nats.memsys.svc:4222"
+        assert env["ECHO_MEMORY_NATS_USER"] == {"secretKeyRef": {"name": f"echo-memory-nats-auth-{name}", "key": "user"}}
+        assert env["ECHO_MEMORY_NATS_URL"] == "nats://rel-nats.memsys.svc:4222"
         assert env["OTEL_SERVICE_NAME"] == f"echo-memory-{name}" and env["ECHO_MEMORY_ORG"] == "local"
         assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in env and "ECHO_MEMORY_DATABASE_URL" not in env
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
@@ -165,7 +167,7 @@ def test_defaults(render: Render) -> None:
     assert by_kind(docs, "Service")["rel-echo-memory-edge"]["spec"]["ports"][0]["targetPort"] == "http"
     assert not by_kind(docs, "Ingress") and not by_kind(docs, "ServiceMonitor")
     secret = by_kind(docs, "Secret")["echo-memory-nats-auth"]
-    assert len(secret["data"]["token"]) > 40  # base64 of a generated 40-character token
+    assert len(secret["data"]["auth.conf"]) > 1000  # NATS's users and permissions (test_k8s_nats_auth.py)
 
 
 def test_external_nats(render: Render) -> None:
@@ -173,10 +175,12 @@ def test_external_nats(render: Render) -> None:
     assert "echo-memory-nats-auth" not in by_kind(docs, "Secret")
     for dep in by_kind(docs, "Deployment").values():
         env = container_env(dep)
-        assert env["ECHO_MEMORY_NATS_URL"] == "nats://tok@nats.infra:4222" and "NATS_TOKEN" not in env
+        assert env["ECHO_MEMORY_NATS_URL"] == "nats://tok@nats.infra:4222" and "ECHO_MEMORY_NATS_USER" not in env
     docs = render(MATRIX["external-nats-secret"][0])
     env = container_env(by_kind(docs, "Deployment")["rel-echo-memory-writes"])
     assert env["ECHO_MEMORY_NATS_URL"] == {"secretKeyRef": {"name": "nats-url", "key": "url"}}
+    assert env["ECHO_MEMORY_NATS_PASSWORD"] == {"secretKeyRef": {"name": "echo-memory-nats-auth-writes",
+                                                                 "key": "password"}}
 
 
 def test_external_nats_without_a_url_is_refused(helm_bin: pathlib.Path, chart_dir: pathlib.Path) -> None:

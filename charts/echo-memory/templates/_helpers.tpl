@@ -58,16 +58,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* Environment every Echo Memory process gets: NATS URL, default org, telemetry. */}}
+{{/* Environment every Echo Memory process gets: NATS URL and its own NATS user, default org, telemetry.
+Called with (list $ user): the user is the component's NATS user (a service's name, edge, admin). */}}
 {{- define "echo-memory.env" -}}
+{{- $ctx := index . 0 }}{{ $user := index . 1 }}
+{{- with $ctx }}
 {{- if .Values.nats.enabled }}
-- name: NATS_TOKEN
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.natsAuth.secretName }}
-      key: token
+{{- if not .Values.natsAuth.enabled }}
+{{- fail "natsAuth.enabled=false is only for an external NATS (nats.enabled=false): the bundled NATS always authenticates each component" }}
+{{- end }}
 - name: ECHO_MEMORY_NATS_URL
-  value: {{ printf "nats://$(NATS_TOKEN)@%s.%s.svc:4222" (include "echo-memory.natsHost" .) .Release.Namespace | quote }}
+  value: {{ printf "nats://%s.%s.svc:4222" (include "echo-memory.natsHost" .) .Release.Namespace | quote }}
 {{- else if .Values.externalNats.urlSecret.name }}
 - name: ECHO_MEMORY_NATS_URL
   valueFrom:
@@ -77,6 +78,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- else }}
 - name: ECHO_MEMORY_NATS_URL
   value: {{ required "nats.enabled=false needs externalNats.url or externalNats.urlSecret.name" .Values.externalNats.url | quote }}
+{{- end }}
+{{- if .Values.natsAuth.enabled }}
+# This component's own NATS user: its Secret is the only NATS credential the pod can read.
+- name: ECHO_MEMORY_NATS_USER
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "echo-memory.natsUserSecret" (list . $user) }}
+      key: user
+- name: ECHO_MEMORY_NATS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "echo-memory.natsUserSecret" (list . $user) }}
+      key: password
 {{- end }}
 - name: ECHO_MEMORY_ORG
   value: {{ .Values.org | quote }}
@@ -102,6 +116,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret with one component's NATS user and password: (list $ user). */}}
+{{- define "echo-memory.natsUserSecret" -}}
+{{- printf "%s-%s" (index . 0).Values.natsAuth.secretName (index . 1) }}
 {{- end }}
 
 {{/* Operator rules in its namespaces: exactly the verbs it uses (operator/echo_operator/kube.py). */}}
