@@ -235,5 +235,6 @@ def resolve_url(entry: OrgEntry) -> str | None:
 
 async def lookup_org(nc: NATS, org: str, timeout: float = 5.0) -> str | None:
     """The database URL serving `org`, or None (unknown, only claimed, or its password not readable yet)."""
-    entry = await asyncio.wait_for(read_entry(nc, org), timeout)
+    async with asyncio.timeout(timeout):  # not wait_for: on 3.11 it can lose a cancel that meets the reply
+        entry = await read_entry(nc, org)
     return resolve_url(entry) if entry is not None else None

@@ -70,7 +70,8 @@ class LiveBackend:
 
     async def _bounded(self, what: str, call: Awaitable[T]) -> T:
         try:
-            return await asyncio.wait_for(call, self._timeout)
+            async with asyncio.timeout(self._timeout):  # not wait_for: on 3.11 it can lose a cancel
+                return await call
         except TimeoutError as exc:
             raise BusUnavailable(f"NATS did not answer {what} within {self._timeout:g}s") from exc
 

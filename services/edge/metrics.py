@@ -118,7 +118,8 @@ async def scrape_services(nc: NATS, expected: Iterable[str]) -> tuple[list[tuple
             arrived.clear()
             wait = min(QUIET_SECONDS if wanted <= answered else deadline - loop.time(), deadline - loop.time())
             try:
-                await asyncio.wait_for(arrived.wait(), max(wait, 0))
+                async with asyncio.timeout(max(wait, 0)):  # unlike wait_for, never turns a cancel into a time-out
+                    await arrived.wait()
             except TimeoutError:
                 if wanted <= answered:
                     break

@@ -88,8 +88,11 @@ class OutboxRelay:
             self._js = nc.jetstream()
             await ensure_stream(self._js)
             while True:
+                # asyncio.timeout, not wait_for: on Python 3.11 a cancel that meets wait_for's own
+                # time-out can come out as TimeoutError, which this loop would swallow forever.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+                    async with asyncio.timeout(self.interval):
+                        await self._wake.wait()
                 self._wake.clear()
                 for org in sorted(self.orgs):
                     await self._pass_logged(org)
