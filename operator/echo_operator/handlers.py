@@ -152,11 +152,14 @@ def build_registry(config: OperatorConfig) -> kopf.OperatorRegistry:
         (names.SCOPE_PLURAL, scope_reconcile, None),  # a scope's facts are never deleted
         (names.AGENT_PLURAL, agent_reconcile, agent_delete),
     ]
+    # A failed reconcile (an API call timing out under load) is tried again after one resync
+    # interval, as a healthy object would be, not after kopf's default of 60 s.
+    retry = config.resync_seconds
     for plural, reconcile_fn, delete_fn in kinds:
         kopf.timer(group=names.GROUP, version=names.VERSION, plural=plural, id="resync",
-                   interval=config.resync_seconds, registry=reg)(reconcile_fn)
+                   interval=config.resync_seconds, backoff=retry, registry=reg)(reconcile_fn)
         kopf.on.update(group=names.GROUP, version=names.VERSION, plural=plural, id="spec-changed",
-                       field="spec", registry=reg)(reconcile_fn)
+                       field="spec", backoff=retry, registry=reg)(reconcile_fn)
         if delete_fn is not None:
             kopf.on.delete(group=names.GROUP, version=names.VERSION, plural=plural, id="finalize",
                            registry=reg)(delete_fn)
