@@ -27,11 +27,12 @@ from libs.contracts.errors import EchoError
 from libs.contracts.identity import DISTIL_AGENT, HINTS_AGENT
 
 DEFAULT_LIMIT = 50
+AGENTS = {"distil": DISTIL_AGENT, "infer-causal-hints": HINTS_AGENT}  # whose writes each command's --clear ends
 
 
 def register(sub: Any) -> None:
-    for name, agent, what in (("distil", DISTIL_AGENT, "pending imported turns into facts"),
-                              ("infer-causal-hints", HINTS_AGENT, "causal hints for facts whose sentence states a cause")):
+    for name, what in (("distil", "pending imported turns into facts"),
+                       ("infer-causal-hints", "causal hints for facts whose sentence states a cause")):
         parser = sub.add_parser(name, help=f"opt-in: your own model turns {what} (dry run unless --write)")
         parser.add_argument("--write", action="store_true", help="store what the model proposed (default: only print)")
         parser.add_argument("--clear", action="store_true",
@@ -42,7 +43,7 @@ def register(sub: Any) -> None:
         if name == "distil":
             parser.add_argument("--scope", help="only this scope's pending turns (default: shared and named scopes)")
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
-        parser.set_defaults(func=lambda s, a, n=name, ag=agent: _run(s, n, _command(s, n, ag, a)))
+        parser.set_defaults(func=lambda s, a: _run(s, a.command, command(s, a)))
 
 
 def _run(settings: Settings, command: str, work: Any) -> int:
@@ -79,7 +80,14 @@ async def _bus(settings: Settings) -> AsyncIterator[tuple[Any, Any]]:
         yield calling(admin_caller(settings.org)), calling(distil_caller(settings.org))
 
 
-async def _command(settings: Settings, name: str, agent: str, args: Any) -> int:
+async def command(settings: Settings, args: Any) -> int:
+    """Run `args.command` (distil or infer-causal-hints) as parsed; the exit code (see the module docstring).
+
+    Raises LlmNotConfigured before anything is sent when the key or model is unset, the client's
+    other typed errors, and NotRunning / BusUnreachable when the system is not up.
+    """
+    name = args.command
+    agent = AGENTS[name]
     if args.clear:
         return await _clear(settings, name, agent, write=args.write, as_json=args.json)
     if args.limit < 1:
