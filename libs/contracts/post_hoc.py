@@ -49,9 +49,6 @@ class UnhintedFactsResult(BaseModel):
 
 
 class HintIn(StrictModel):
-    # The quote is compared byte for byte with the stored sentence; hygiene must not alter it.
-    verbatim_fields = frozenset({"quote"})
-
     fact_id: str = Field(min_length=1, max_length=64, description="a fact unhinted_facts listed")
     causal_hint: CausalHint
     quote: str = Field(min_length=MIN_QUOTE_CHARS, max_length=2000,
