@@ -101,8 +101,9 @@ async def test_the_commands_refuse_without_a_key_and_print_a_dry_run_with_one(st
         env = _env(stack, tmp_path, server)
         bare = {k: v for k, v in env.items() if not k.startswith("ECHO_MEMORY_LLM_")}
         before = counts(stack)
-        for command in ("distil", "infer-causal-hints"):
-            code, out, err = await _python(bare, "-m", "libs.cli", command, "--write")
+        commands = ("distil", "infer-causal-hints")
+        runs = await asyncio.gather(*(_python(bare, "-m", "libs.cli", c, "--write") for c in commands))
+        for command, (code, _, err) in zip(commands, runs, strict=True):
             assert code == 1 and "ECHO_MEMORY_LLM_API_KEY" in err and "nothing was sent" in err, (command, err)
         assert counts(stack) == before and server.requests == []
 
