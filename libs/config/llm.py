@@ -27,3 +27,5 @@ class LlmSettings(BaseSettings):
     max_retries: int = Field(3, ge=0, le=10, description="retries of a rate-limited (HTTP 429) or 5xx request")
     max_retry_wait_seconds: float = Field(30.0, ge=0, description="longest wait before a retry, whatever "
                                           "Retry-After asks")
+    allow_plain_http: bool = Field(False, description="send the key over http:// to a host other than this "
+                                   "machine (default: only https://, or http:// to localhost / 127.0.0.1 / ::1)")

@@ -14,6 +14,7 @@ import json
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx2
 from pydantic import BaseModel, ValidationError
@@ -26,8 +27,22 @@ Sleep = Callable[[float], Awaitable[None]]
 SHOWN_BODY_CHARS = 300  # of an HTTP error's body, in the error message
 
 
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
 def require_configured(settings: LlmSettings) -> tuple[str, str]:
-    """(api key, model) when both are set; LlmNotConfigured naming the missing variable otherwise."""
+    """(api key, model) when both are set and the URL keeps the key safe; LlmNotConfigured naming the variable otherwise.
+
+    The key travels in a header, so a plain http:// URL is accepted only for this machine's own
+    addresses unless ECHO_MEMORY_LLM_ALLOW_PLAIN_HTTP says otherwise.
+    """
+    parts = urlsplit(settings.base_url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise LlmNotConfigured(f"ECHO_MEMORY_LLM_BASE_URL {settings.base_url!r} is not an http(s) URL; nothing was sent")
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK and not settings.allow_plain_http:
+        raise LlmNotConfigured(f"ECHO_MEMORY_LLM_BASE_URL {settings.base_url!r} would send your key unencrypted to "
+                               f"{parts.hostname}: use https://, or set ECHO_MEMORY_LLM_ALLOW_PLAIN_HTTP=1; "
+                               "nothing was sent")
     if settings.api_key is None or not settings.api_key.get_secret_value():
         raise LlmNotConfigured(f"no API key for your model: set {API_KEY_VARIABLE} (and {MODEL_VARIABLE}, "
                                "ECHO_MEMORY_LLM_BASE_URL for an endpoint other than OpenAI's); nothing was sent")

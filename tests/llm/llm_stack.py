@@ -15,15 +15,17 @@ from tests.llm.openai_stand_in import StandIn, llm_env
 
 
 async def run_command(stack: EchoStack, stand_in: StandIn | None, capsys: pytest.CaptureFixture[str],
-                      monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, Any]:
-    """Run `echo-memory <argv> --json` in-process; (exit code, the printed JSON report)."""
+                      monkeypatch: pytest.MonkeyPatch, *argv: str, as_json: bool = True) -> tuple[int, Any]:
+    """Run `echo-memory <argv> --json` in-process; (exit code, the printed JSON report, or the text without --json)."""
     if stand_in is not None:
         for key, value in llm_env(stand_in).items():
             monkeypatch.setenv(key, value)
-    args = build_parser().parse_args([*argv, "--json"])
+    args = build_parser().parse_args([*argv, *(["--json"] if as_json else [])])
     capsys.readouterr()
     code = await model_commands.command(stack.settings, args)
     out = capsys.readouterr().out
+    if not as_json:
+        return code, out
     return code, json.loads(out) if out.strip() else None
 
 

@@ -84,6 +84,11 @@ async def test_hints_dry_run_write_rerun_and_clear(
         assert dry["dropped"] == {"quote not verbatim in the sentence": 1, "id not among the items sent": 1}
         assert [(i["fact_id"], i["causal_hint"]) for i in dry["items"]] == [(tls, "caused_by")]
 
+        code, text = await run_command(stack, server, capsys, monkeypatch, "infer-causal-hints", as_json=False)
+        assert code == 0 and counts(stack) == before
+        assert f'fact {tls}: caused_by (quoting "because the TLS certificate expired"): {TLS}' in text
+        assert "would write 1 (dry run: nothing written)" in text and "1 no causal connective; not sent" in text
+
         code, wrote = await run_command(stack, server, capsys, monkeypatch, "infer-causal-hints", "--write")
         assert code == 0 and wrote["written"] == 1, wrote
         [(hinted, hint, origin, agent, supersedes)] = rows(

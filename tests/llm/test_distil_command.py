@@ -136,6 +136,9 @@ async def test_distil_dry_run_write_rerun_and_clear(
     # --clear asks no model: no endpoint configured from here on.
     monkeypatch.delenv("ECHO_MEMORY_LLM_API_KEY")
     before_clear = counts(stack)
+    code, text = await run_command(stack, None, capsys, monkeypatch, "distil", "--clear", as_json=False)
+    assert code == 0 and f"would end (dry run: nothing changed) {postgres_id} (shared); restored {earlier}" in text
+    assert "2 current fact version(s) written by echo-distil; 2 imported turn(s) would be pending again" in text
     code, listed = await run_command(stack, None, capsys, monkeypatch, "distil", "--clear")
     assert code == 0 and listed["applied"] is False
     assert {f["text"] for f in listed["facts"]} == {POSTGRES_FACT, DEPLOY_FACT}

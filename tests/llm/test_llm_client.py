@@ -34,6 +34,18 @@ def test_no_key_or_no_model_is_refused_naming_the_variable_before_anything_is_se
         ChatClient(LlmSettings(api_key=SecretStr("sk-x")))
 
 
+@pytest.mark.parametrize("url", ["http://models.example.com/v1", "ftp://127.0.0.1/v1", "not a url"])
+def test_a_url_that_would_leak_the_key_or_is_not_http_is_refused(url: str) -> None:
+    with pytest.raises(LlmNotConfigured, match="ECHO_MEMORY_LLM_BASE_URL"):
+        ChatClient(settings(url))
+
+
+def test_plain_http_is_fine_for_this_machine_or_when_allowed() -> None:
+    for url in ("http://localhost:11434/v1", "http://[::1]:8000/v1", "https://models.example.com/v1"):
+        assert ChatClient(settings(url)).url == url + "/chat/completions"
+    assert ChatClient(settings("http://models.example.com/v1", allow_plain_http=True)).model == "stand-in-model"
+
+
 def test_the_variables_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ECHO_MEMORY_LLM_API_KEY", "sk-env")
     monkeypatch.setenv("ECHO_MEMORY_LLM_MODEL", "m-env")
