@@ -147,8 +147,9 @@ async def add_causal_hints(
             scope = _scope(row["scope_id"], row["scope_name"])
             await audit(conn, writer, scope, kind="causal_hint_added", session_id=args.session_id, fact_id=new_id,
                         before={"causal_hint": None, "fact_id": fact_id},
-                        after={"text": row["text"], "causal_hint": hint.causal_hint, "fact_id": new_id,
-                               "quote": hint.quote},
+                        after={"source": row["source"], "target": row["target"], "relation": row["relation"],
+                               "text": row["text"], "confidence": row["confidence"],
+                               "causal_hint": hint.causal_hint, "fact_id": new_id, "quote": hint.quote},
                         reason=f"{HINTS_AGENT} (the user's own model) added the causal hint '{hint.causal_hint}', "
                         f"quoting the sentence: \"{hint.quote}\"")
             await emit(conn, writer, "fact.superseded", {"fact_id": new_id, "scope": row["scope_name"],
@@ -178,11 +179,13 @@ async def clear_post_hoc(conn: psycopg.AsyncConnection, caller: Caller, args: Cl
         heads: list[dict[str, Any]] = await cur.fetchall()
     now: datetime | None = None
     if args.apply and heads:
-        now = await _lock_scopes(conn, list({str(h["scope_id"]) for h in heads}))
-        # Read again under the locks: a writer that finished meanwhile may have ended some.
+        locked = {str(h["scope_id"]) for h in heads}
+        now = await _lock_scopes(conn, list(locked))
+        # Read again under the locks: a writer that finished meanwhile may have ended some. A write
+        # that landed meanwhile in a scope not locked here is left for the next clear.
         async with conn.cursor(row_factory=dict_row) as cur:
             await cur.execute(sql("current_of_agents"), {"agents": agents})
-            heads = await cur.fetchall()
+            heads = [h for h in await cur.fetchall() if str(h["scope_id"]) in locked]
     chains: dict[str, list[tuple[str, str]]] = {}
     rows = await (await conn.execute(sql("chains"), {"heads": [h["id"] for h in heads]})).fetchall()
     for head, version, agent_id in rows:

@@ -16,8 +16,12 @@ LIMIT %(limit)s
 SELECT DISTINCT scope_id FROM facts WHERE id = ANY(%(ids)s::uuid[]) ORDER BY scope_id
 
 -- name: lock_facts
-SELECT f.id, f.scope_id, f.text, f.causal_hint, f.t_invalid IS NULL AS current, s.name AS scope_name
-FROM facts f JOIN scopes s ON s.id = f.scope_id
+SELECT f.id, f.scope_id, f.text, f.relation, f.confidence, f.causal_hint, f.t_invalid IS NULL AS current,
+       s.name AS scope_name, se.name AS source, te.name AS target
+FROM facts f
+JOIN scopes s ON s.id = f.scope_id
+JOIN entities se ON se.id = f.source_entity
+JOIN entities te ON te.id = f.target_entity
 WHERE f.id = ANY(%(ids)s::uuid[]) AND f.scope_id = ANY(%(scope_ids)s::uuid[])
 ORDER BY f.id
 FOR UPDATE OF f
