@@ -14,6 +14,7 @@ import pytest
 
 from libs.bus.broker import make_broker
 from libs.bus.client import BusClient
+from libs.contracts.errors import InvalidArgument
 from libs.llm.jobs import distil_caller
 from libs.testing import EchoStack
 from tests.llm.llm_stack import counts, current_facts, rows, run_command
@@ -135,3 +136,19 @@ async def test_clearing_distil_also_ends_the_hints_added_on_its_facts_but_not_on
     assert rows(stack, "SELECT agent_id, causal_hint, supersedes::text FROM facts WHERE t_invalid IS NULL") == [
         ("echo-causal-hints", "caused_by", theirs)]
     assert rows(stack, "SELECT count(*) FROM facts WHERE id = %s", (distilled,)) == [(1,)]  # ended, never deleted
+
+
+async def test_add_causal_hints_refuses_a_foreign_quote_and_skips_a_fact_changed_meanwhile(stack: EchoStack) -> None:
+    [tls] = await write_facts(stack, [("Deploys", "TLS certificate", "failed because of", TLS)])
+    before = counts(stack)
+    with pytest.raises(InvalidArgument, match="not a verbatim part of its sentence"):
+        await stack.admin_call("writes", "add_causal_hints", {"session_id": "s", "hints": [
+            {"fact_id": tls, "causal_hint": "caused_by", "quote": "because the certificate was revoked"}]})
+    assert counts(stack) == before
+    # Another agent changes the claim after the listing: the hint must not bring the old sentence back.
+    [changed] = await write_facts(stack, [("Deploys", "TLS certificate", "failed because of",
+                                           "Deploys failed because the TLS certificate was revoked.")])
+    result = await stack.admin_call("writes", "add_causal_hints", {"session_id": "s", "hints": [
+        {"fact_id": tls, "causal_hint": "caused_by", "quote": "because the TLS certificate expired"}]})
+    assert result == {"added": [], "skipped": [{"fact_id": tls, "reason": "the fact is no longer current"}]}
+    assert rows(stack, "SELECT id::text FROM facts WHERE t_invalid IS NULL") == [(changed,)]
