@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "libs.cli.calibrate_commands",
     "libs.cli.history_commands",
     "libs.cli.dashboard_commands",
+    "libs.cli.model_commands",
 )
 
 USAGE_ERROR = 2

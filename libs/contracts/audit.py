@@ -26,6 +26,9 @@ AUDIT_KINDS = (
     "document_ingested",
     "causal_hint_added",  # post_hoc = true
     "episode_distilled",  # after: episode_ids, fact_ids (an agent distilled imported turns)
+    # post_hoc = true; before: the version a post-hoc command wrote, now ended; after: the earlier
+    # claim restored as a new version (or null), or the episodes whose distillation was released
+    "post_hoc_cleared",
 )
 
 MAX_AUDIT_PAGE = 1000

@@ -16,6 +16,12 @@ SOLO = "solo"
 SOLO_PREFIX = "solo:"
 BUILTIN_SCOPES = frozenset({SHARED, SOLO})
 DEFAULT_GRANTS = (SHARED, SOLO)  # what a new token may read and write unless told otherwise
+# The identities of the opt-in CLI commands that ask the user's own model (`echo-memory distil`,
+# `echo-memory infer-causal-hints`). No token can carry them, so only the CLI on the host writes
+# as them: every row they write is audited as post-hoc, and `--clear` finds exactly their writes.
+DISTIL_AGENT = "echo-distil"
+HINTS_AGENT = "echo-causal-hints"
+POST_HOC_AGENTS = frozenset({DISTIL_AGENT, HINTS_AGENT})
 
 
 def admin_caller(org: str) -> Caller:
@@ -46,5 +52,10 @@ def require_admin(caller: Caller, action: str) -> None:
 
 
 def is_reserved_agent(agent_id: str) -> bool:
-    """True for the agent id no token may carry (the admin identity's)."""
-    return agent_id == ADMIN_AGENT
+    """True for the agent ids no token may carry: the admin identity's and the post-hoc commands'."""
+    return agent_id == ADMIN_AGENT or agent_id in POST_HOC_AGENTS
+
+
+def is_post_hoc(caller: Caller) -> bool:
+    """True when `caller` is one of the post-hoc commands (POST_HOC_AGENTS): its writes are audited as such."""
+    return caller.agent_id in POST_HOC_AGENTS

@@ -22,6 +22,7 @@ from libs.contracts import (
     documents,
     health,
     imports,
+    post_hoc,
     query,
     reindex,
     write,
@@ -59,6 +60,10 @@ VERBS: tuple[Verb, ...] = (
     Verb("writes", "calibrate", calibration.CalibrateInput, calibration.CalibrateResult, "bulk"),
     Verb("writes", "pending_episodes", distil.PendingEpisodesInput, distil.PendingEpisodesResult, "read"),
     Verb("writes", "mark_distilled", distil.MarkDistilledInput, distil.MarkDistilledResult, "write"),
+    # The opt-in model commands' (echo-memory infer-causal-hints, distil --clear); admin only.
+    Verb("writes", "unhinted_facts", post_hoc.UnhintedFactsInput, post_hoc.UnhintedFactsResult, "read"),
+    Verb("writes", "add_causal_hints", post_hoc.AddCausalHintsInput, post_hoc.AddCausalHintsResult, "write"),
+    Verb("writes", "clear_post_hoc", post_hoc.ClearPostHocInput, post_hoc.ClearPostHocResult, "bulk"),
     Verb("retrieval", "query_memory", query.QueryMemoryInput, query.QueryMemoryResult, "read"),
     Verb("causal", "trace_cause", causal.TraceCauseInput, causal.TraceCauseResult, "read"),
     Verb("audit", "get_audit_log", audit.GetAuditLogInput, audit.GetAuditLogResult, "read"),

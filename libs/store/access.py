@@ -101,10 +101,10 @@ def check_token_agent(agent_id: str) -> None:
     """Return when a token may be issued for `agent_id`.
 
     Raises:
-        InvalidArgument: the reserved admin id, or an id outside AGENT_ID_PATTERN.
+        InvalidArgument: a reserved id (admin, the post-hoc commands'), or an id outside AGENT_ID_PATTERN.
     """
     if is_reserved_agent(agent_id):
-        raise InvalidArgument(f"'{agent_id}' is reserved for the operator identity; no token can carry it")
+        raise InvalidArgument(f"'{agent_id}' is reserved for the operator or a post-hoc command; no token can carry it")
     if not AGENT_ID_PATTERN.match(agent_id):
         raise InvalidArgument(f"agent id {agent_id!r} must be letters, digits, '.', '_' or '-'")
 

@@ -18,7 +18,7 @@ from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.routes import Route, on_connection
 from libs.telemetry import steps
-from services.writes import admin, calibrate, distil, documents, idempotency, recall
+from services.writes import admin, calibrate, distil, documents, idempotency, post_hoc, recall
 from services.writes.batch_import import import_episodes
 from services.writes.episode import write_episode
 from services.writes.relay import OutboxRelay
@@ -46,6 +46,9 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("calibrate", handle_calibrate),
         Route("pending_episodes", on_connection(distil.pending_episodes)),
         Route("mark_distilled", on_connection(distil.mark_distilled), changed),
+        Route("unhinted_facts", on_connection(post_hoc.unhinted_facts)),
+        Route("add_causal_hints", on_connection(post_hoc.add_causal_hints), changed),
+        Route("clear_post_hoc", on_connection(post_hoc.clear_post_hoc), changed),
     ]
 
 

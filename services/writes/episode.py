@@ -33,6 +33,7 @@ from psycopg.types.json import Jsonb
 
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
+from libs.contracts.identity import is_post_hoc
 from libs.contracts.write import (
     AliasedMention,
     DeferredMention,
@@ -447,7 +448,11 @@ async def audit(
     after: dict[str, Any] | None = None,
     post_hoc: bool = False,
 ) -> None:
-    """One audit row in the caller's transaction (kinds: libs/contracts/audit.py AUDIT_KINDS)."""
+    """One audit row in the caller's transaction (kinds: libs/contracts/audit.py AUDIT_KINDS).
+
+    Rows written as a post-hoc command's identity (libs/contracts/identity.py) are always post-hoc.
+    """
+    post_hoc = post_hoc or is_post_hoc(caller)
     with steps.step("audit"):
         await conn.execute(
             q.INSERT_AUDIT,

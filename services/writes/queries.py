@@ -63,3 +63,5 @@ LOCK_SCOPE_THEN_NOW = f"""
 WITH locked AS MATERIALIZED ({SCOPE_WRITE_LOCK})
 SELECT clock_timestamp() FROM locked
 """
+# The wall clock when no scope lock is taken (post_hoc.py: every fact named is missing, nothing is written).
+CLOCK = "SELECT clock_timestamp()"

@@ -65,6 +65,11 @@ VALID: dict[str, dict[str, Any]] = {
     "EntityFactsInput": {"entity_id": "e-1", "scope": ["shared"], "agent": "agent-1", "project": "billing",
                          "since": "2026-01-01", "until": "2026-02-01", "as_of": "2026-01-15T00:00:00Z"},
     "RecallCostInput": {"scope": ["shared"], "agent": "agent-1", "since": "2026-01-01", "until": "2026-02-01"},
+    "UnhintedFactsInput": {"cursor": "c-1"},
+    "AddCausalHintsInput": {"session_id": "s-1", "hints": [{"fact_id": "f-1", "causal_hint": "caused_by",
+                                                           "quote": "because of it"}]},
+    "HintIn": {"fact_id": "f-1", "causal_hint": "caused_by", "quote": "because of it"},
+    "ClearPostHocInput": {"agent": "echo-distil"},
 }
 
 

@@ -1,0 +1,18 @@
+"""The post-hoc commands' identities are reserved: no token carries them, so only the host's CLI writes as them."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from libs.contracts.errors import InvalidArgument
+from libs.contracts.identity import POST_HOC_AGENTS
+from libs.store import admin
+
+
+@pytest.mark.parametrize("agent", sorted(POST_HOC_AGENTS))
+def test_no_token_is_issued_for_a_post_hoc_identity(database_url: str, org: str, agent: str) -> None:
+    with pytest.raises(InvalidArgument, match="reserved"):
+        admin.issue_token(database_url, org=org, agent_id=agent, read_scopes=["shared"], write_scopes=["shared"])
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT count(*) FROM tokens").fetchone() == (0,)
