@@ -9,8 +9,6 @@ in scopes the caller cannot see reveal nothing.
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -25,8 +23,9 @@ from libs.contracts.distil import (
     PendingEpisodesInput,
     PendingEpisodesResult,
 )
-from libs.contracts.errors import InvalidArgument, NotFound
+from libs.contracts.errors import NotFound
 from libs.store.access import accessible_scopes, resolve_scope
+from services.writes.cursors import make_cursor, read_cursor
 from services.writes.episode import audit
 from services.writes.evidence import ids, readable_episodes, readable_scope_ids
 
@@ -63,14 +62,7 @@ async def pending_episodes(
         scopes = {s.id: s for s in [await resolve_scope(conn, caller, args.scope, "read")] if s.id is not None}
     else:
         scopes = {s.id: s for s in await accessible_scopes(conn, caller, "read") if s.id is not None}
-    k1: datetime | None = None
-    k2: str | None = None
-    if args.cursor:
-        try:
-            stamp, ident = args.cursor.split("|", 1)
-            k1, k2 = datetime.fromisoformat(stamp), str(uuid.UUID(ident))
-        except ValueError:
-            raise InvalidArgument("cursor is not a next_cursor pending_episodes returned") from None
+    k1, k2 = read_cursor(args.cursor, "pending_episodes")
     if not scopes:
         return PendingEpisodesResult(episodes=[])
     async with conn.cursor(row_factory=dict_row) as cur:
@@ -90,7 +82,7 @@ async def pending_episodes(
             occurred_at=row["occurred_at"], content=row["content"]))
     more = len(rows) > len(episodes)
     last = rows[len(episodes) - 1] if episodes else None
-    cursor = f"{last['k1'].isoformat()}|{last['id']}" if more and last is not None else None
+    cursor = make_cursor(last["k1"], last["id"]) if more and last is not None else None
     return PendingEpisodesResult(episodes=episodes, next_cursor=cursor)
 
 

@@ -16,10 +16,7 @@ them). Every row is audited with post_hoc set. SQL: post_hoc.sql.
 
 from __future__ import annotations
 
-import re
-import uuid
 from datetime import datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -43,23 +40,13 @@ from libs.contracts.post_hoc import (
     UnhintedFactsResult,
 )
 from libs.store.access import Scope, accessible_scopes
+from libs.store.sql_files import SqlFile
 from services.writes import queries as q
+from services.writes.cursors import make_cursor, read_cursor
 from services.writes.episode import audit, emit
 from services.writes.evidence import ids
 
-_SQL_FILE = Path(__file__).with_name("post_hoc.sql")
-_BLOCK = re.compile(r"^-- name: ([a-z_]+)\n", re.MULTILINE)
-
-
-@cache
-def _statements() -> dict[str, str]:
-    parts = _BLOCK.split(_SQL_FILE.read_text(encoding="utf-8"))
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
-
-
-def sql(name: str) -> str:
-    """One named statement of post_hoc.sql; KeyError for a name the file does not hold."""
-    return _statements()[name]
+sql = SqlFile(Path(__file__).with_name("post_hoc.sql"))
 
 
 async def unhinted_facts(conn: psycopg.AsyncConnection, caller: Caller, args: UnhintedFactsInput) -> UnhintedFactsResult:
@@ -68,14 +55,7 @@ async def unhinted_facts(conn: psycopg.AsyncConnection, caller: Caller, args: Un
     Raises ScopeDenied for any caller but the admin identity, InvalidArgument for a foreign cursor.
     """
     require_admin(caller, "list facts for causal hints")
-    k1: datetime | None = None
-    k2: str | None = None
-    if args.cursor:
-        try:
-            stamp, ident = args.cursor.split("|", 1)
-            k1, k2 = datetime.fromisoformat(stamp), str(uuid.UUID(ident))
-        except ValueError:
-            raise InvalidArgument("cursor is not a next_cursor unhinted_facts returned") from None
+    k1, k2 = read_cursor(args.cursor, "unhinted_facts")
     scopes = {s.id: s.name for s in await accessible_scopes(conn, caller, "read") if s.id is not None}
     if not scopes:
         return UnhintedFactsResult(facts=[])
@@ -86,7 +66,7 @@ async def unhinted_facts(conn: psycopg.AsyncConnection, caller: Caller, args: Un
     page = rows[: args.limit]
     facts = [UnhintedFact(fact_id=str(r["id"]), scope=scopes[str(r["scope_id"])], source=r["source"],
                           target=r["target"], relation=r["relation"], text=r["text"]) for r in page]
-    cursor = f"{page[-1]['written_at'].isoformat()}|{page[-1]['id']}" if len(rows) > args.limit else None
+    cursor = make_cursor(page[-1]["written_at"], page[-1]["id"]) if len(rows) > args.limit else None
     return UnhintedFactsResult(facts=facts, next_cursor=cursor)
 
 
@@ -139,7 +119,7 @@ async def add_causal_hints(
         elif row["causal_hint"] is not None:
             result.skipped.append(HintSkipped(fact_id=fact_id, reason=f"it has a hint already ({row['causal_hint']})"))
         else:
-            await conn.execute(sql("end_version"), {"now": now, "id": fact_id})
+            await conn.execute(sql("end_version"), {"now": now, "id": fact_id, "scope_id": row["scope_id"]})
             new = await (await conn.execute(sql("hinted_copy"), {
                 "id": fact_id, "causal_hint": hint.causal_hint, "now": now, "agent_id": HINTS_AGENT,
                 "tool": HINTS_TOOL, "session_id": args.session_id})).fetchone()
@@ -187,7 +167,8 @@ async def clear_post_hoc(conn: psycopg.AsyncConnection, caller: Caller, args: Cl
             await cur.execute(sql("current_of_agents"), {"agents": agents})
             heads = [h for h in await cur.fetchall() if str(h["scope_id"]) in locked]
     chains: dict[str, list[tuple[str, str]]] = {}
-    rows = await (await conn.execute(sql("chains"), {"heads": [h["id"] for h in heads]})).fetchall()
+    rows = await (await conn.execute(sql("chains"), {
+        "heads": [h["id"] for h in heads], "scope_ids": list({h["scope_id"] for h in heads})})).fetchall()
     for head, version, agent_id in rows:
         chains.setdefault(str(head), []).append((str(version), agent_id))
     cleared: list[ClearedFact] = []
@@ -216,7 +197,7 @@ async def _clear_one(
     conn: psycopg.AsyncConnection, caller: Caller, agent: str, item: ClearedFact, scope: Scope, now: datetime
 ) -> None:
     """End one version; start a copy of the version it replaced when that one was someone else's."""
-    await conn.execute(sql("end_version"), {"now": now, "id": item.fact_id})
+    await conn.execute(sql("end_version"), {"now": now, "id": item.fact_id, "scope_id": scope.id})
     event: dict[str, Any] = {"scope": scope.stored_name, "scope_id": scope.id}
     if item.restored_from is not None:
         row = await (await conn.execute(sql("restored_copy"), {

@@ -27,7 +27,7 @@ ORDER BY f.id
 FOR UPDATE OF f
 
 -- name: end_version
-UPDATE facts SET t_invalid = %(now)s WHERE id = %(id)s AND t_invalid IS NULL
+UPDATE facts SET t_invalid = %(now)s WHERE scope_id = %(scope_id)s AND id = %(id)s AND t_invalid IS NULL
 
 -- name: hinted_copy
 INSERT INTO facts (scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
@@ -57,11 +57,11 @@ ORDER BY f.scope_id, f.written_at, f.id
 
 -- name: chains
 WITH RECURSIVE chain AS (
-    SELECT f.id AS head, f.id, f.supersedes, f.agent_id, 0 AS depth
-    FROM facts f WHERE f.id = ANY(%(heads)s::uuid[])
+    SELECT f.id AS head, f.id, f.scope_id, f.supersedes, f.agent_id, 0 AS depth
+    FROM facts f WHERE f.scope_id = ANY(%(scope_ids)s::uuid[]) AND f.id = ANY(%(heads)s::uuid[])
     UNION ALL
-    SELECT c.head, p.id, p.supersedes, p.agent_id, c.depth + 1
-    FROM chain c JOIN facts p ON p.id = c.supersedes
+    SELECT c.head, p.id, p.scope_id, p.supersedes, p.agent_id, c.depth + 1
+    FROM chain c JOIN facts p ON p.scope_id = c.scope_id AND p.id = c.supersedes
 )
 SELECT head, id, agent_id FROM chain ORDER BY head, depth
 

@@ -12,6 +12,7 @@ import re
 
 import libs.store
 import services
+from libs.store.sql_files import SqlFile
 
 SCOPED_TABLES = ("entities", "entity_aliases", "episodes", "facts", "lexical_stats", "lexical_df")
 # Each exception says why a statement may ignore scopes.
@@ -27,6 +28,8 @@ EXCEPTIONS = {
     # An imported turn's (source, external_id) is unique in the org (migration 0007): a turn is stored
     # once whatever scope it is sent to; the caller learns only how many were already there.
     "services.writes.batch_import.STORED_EXTERNAL",
+    # A restore (an org-wide admin verb) builds indexes once only when the whole org holds no memory.
+    "services.audit.restore_upkeep.ORG_HOLDS_MEMORY",
 }
 _SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|WITH|DELETE)\b", re.I)
 
@@ -39,6 +42,9 @@ def _statements() -> list[tuple[str, str]]:
             for attr, value in vars(module).items():
                 if attr.isupper() and isinstance(value, str) and _SQL.match(value):
                     found.append((f"{info.name}.{attr}", value))
+                if isinstance(value, SqlFile):  # the named blocks of a .sql file beside the module
+                    found.extend((f"{info.name}.{value.path.name}:{name}", text)
+                                 for name, text in value.statements().items() if _SQL.match(text))
     return found
 
 
