@@ -1,7 +1,7 @@
 """`echo-memory` entry point: parse the command, build settings once, dispatch.
 
 Each command group lives in its own module with `register(subparsers)`, which sets
-`func(settings, args) -> int` on its parsers; add a module to COMMAND_MODULES to add commands.
+`func(settings, args) -> int` on its parsers; add a module and its commands to COMMAND_MODULES.
 """
 
 from __future__ import annotations
@@ -15,32 +15,37 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "libs.cli.system_commands",
-    "libs.cli.admin_commands",
-    "libs.cli.retrieval_commands",
-    "libs.cli.audit_commands",
-    "libs.cli.health_commands",
-    "libs.cli.client_commands",
-    "libs.cli.hook_commands",
-    "libs.cli.docs_commands",
-    "libs.cli.calibrate_commands",
-    "libs.cli.history_commands",
-    "libs.cli.dashboard_commands",
-    "libs.cli.model_commands",
-)
+# Each module and the commands its register() adds (tests/cli/test_cli_command_table.py checks the
+# table against the modules). A command line imports only its own module: building every parser
+# imports every command's dependencies, seconds of start-up for a one-line command.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "libs.cli.system_commands": ("down", "quickstart", "service", "status", "up"),
+    "libs.cli.admin_commands": ("init-db", "mcp", "scope", "token"),
+    "libs.cli.retrieval_commands": ("benchmark", "eval", "eval-external", "recall", "reindex"),
+    "libs.cli.audit_commands": ("export", "restore", "why"),
+    "libs.cli.health_commands": ("health",),
+    "libs.cli.client_commands": ("adopt", "bridge", "connect", "install", "uninstall"),
+    "libs.cli.hook_commands": ("hook", "hook-store-turn", "hooks"),
+    "libs.cli.docs_commands": ("docs",),
+    "libs.cli.calibrate_commands": ("calibrate",),
+    "libs.cli.history_commands": ("import",),
+    "libs.cli.dashboard_commands": ("dashboard", "demo-seed"),
+    "libs.cli.model_commands": ("distil", "infer-causal-hints"),
+}
 
 USAGE_ERROR = 2
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of `command` alone when it is a known command, else of every command (help, typos)."""
     import argparse  # here, not at the top: `echo-memory hook` never parses with it
 
     parser = argparse.ArgumentParser(prog="echo-memory", description="One shared memory for your AI agents.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    owners = [m for m, commands in COMMAND_MODULES.items() if command in commands] or list(COMMAND_MODULES)
+    for name in owners:
         importlib.import_module(name).register(sub)
     return parser
 
@@ -63,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from libs.config import load_settings
     from libs.contracts.errors import EchoError
 
-    args = build_parser().parse_args(words)
+    args = build_parser(words[0] if words else None).parse_args(words)
     prefix = f"echo-memory {args.command}"
     try:
         settings = load_settings()
