@@ -396,11 +396,16 @@ def encode(values: dict[str, str]) -> dict[str, str]:
 
 def render_chart(helm_bin: pathlib.Path, chart: pathlib.Path, release: str, namespace: str,
                  values: dict[str, Any], tmp: pathlib.Path) -> list[dict[str, Any]]:
-    """``helm template`` of the chart with ``values``: the documents."""
+    """``helm template`` of the chart with ``values``: the documents.
+
+    ``helm template`` has no cluster to keep a generated NATS token in, so the chart wants a seed.
+    """
     path = tmp / f"values-{release}-{os.getpid()}-{time.monotonic_ns()}.yaml"
-    path.write_text(yaml.safe_dump(values))
+    path.write_text(yaml.safe_dump({"natsAuth": {"seed": "k8s-real-tier"}} | values))
     out = subprocess.run([str(helm_bin), "template", release, str(chart), "-n", namespace, "-f", str(path),
-                          "--kube-version", "1.30.0"], capture_output=True, text=True, check=True, timeout=60)
+                          "--kube-version", "1.30.0"], capture_output=True, text=True, check=False, timeout=60)
+    if out.returncode:
+        raise RuntimeError(f"helm template {release} failed ({out.returncode}):\n{out.stderr}")
     return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
 
 
