@@ -139,7 +139,8 @@ def crds_restored(admin: Client, crds_applied: list[str], real_chart: pathlib.Pa
 
 async def test_helm_install_then_upgrade_runs_the_migration_hook_before_the_services_roll(
     control_plane: ControlPlane, admin: Client, kubelet: Kubelet, namespace: str, helm_bin: pathlib.Path,
-    real_chart: pathlib.Path, empty_database_url: str, pg: Any, tmp_path: pathlib.Path, crds_restored: None,
+    real_chart: pathlib.Path, empty_database_url: str, pg: Any, tmp_path: pathlib.Path, crds_applied: list[str],
+    crds_restored: None,
 ) -> None:
     helm = Helm(helm_bin, control_plane.kubeconfig(control_plane.token, tmp_path / "admin.kubeconfig", namespace),
                 tmp_path / "helm", namespace)
@@ -147,9 +148,15 @@ async def test_helm_install_then_upgrade_runs_the_migration_hook_before_the_serv
                   "data": encode({"uri": empty_database_url})})
     values = release_values(tmp_path / "values.yaml", "default-db")
 
-    # Install: the hook migrates before any object of the release exists. The CRDs are already on this
-    # server (the session applied them), so the release takes them over, as it would an earlier kubectl apply.
-    install = helm.start("install", RELEASE, str(real_chart), "-f", str(values), "--take-ownership")
+    # The CRDs are already on this server (the session applied them): let Helm adopt them as
+    # docs/kubernetes.md says (the managed-by label and the release annotations), or the install refuses.
+    for crd in crds_applied:
+        admin.patch("CustomResourceDefinition", crd, None, {"metadata": {
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+            "annotations": {"meta.helm.sh/release-name": RELEASE, "meta.helm.sh/release-namespace": namespace}}})
+
+    # Install: the hook migrates before any object of the release exists.
+    install = helm.start("install", RELEASE, str(real_chart), "-f", str(values))
     job = hook_job(admin, namespace, install, "helm install")
     assert images(admin, namespace) == {}, "a Deployment exists before the pre-install hook ran"
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo-memory", "init-db"]
