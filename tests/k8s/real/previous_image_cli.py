@@ -12,8 +12,8 @@ from libs.store import schema
 from libs.store.migrations import all_migrations
 
 PREVIOUS = all_migrations()[:-1]
-schema.all_migrations = lambda: PREVIOUS  # type: ignore[assignment]
-schema.CODE_SCHEMA_VERSION = PREVIOUS[-1].version  # type: ignore[misc]
+schema.all_migrations = lambda: PREVIOUS  # type: ignore[attr-defined]
+schema.CODE_SCHEMA_VERSION = PREVIOUS[-1].version  # type: ignore[attr-defined]
 
 from libs.cli.main import main  # noqa: E402 (after the patch, so init-db sees the older migration set)
 

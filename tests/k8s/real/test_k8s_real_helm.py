@@ -150,8 +150,8 @@ async def test_helm_install_then_upgrade_runs_the_migration_hook_before_the_serv
 
     # The CRDs are already on this server (the session applied them): let Helm adopt them as
     # docs/kubernetes.md says (the managed-by label and the release annotations), or the install refuses.
-    for crd in crds_applied:
-        admin.patch("CustomResourceDefinition", crd, None, {"metadata": {
+    for crd_name in crds_applied:
+        admin.patch("CustomResourceDefinition", crd_name, None, {"metadata": {
             "labels": {"app.kubernetes.io/managed-by": "Helm"},
             "annotations": {"meta.helm.sh/release-name": RELEASE, "meta.helm.sh/release-namespace": namespace}}})
 
