@@ -233,5 +233,8 @@ async def test_helm_install_then_upgrade_runs_the_migration_hook_before_the_serv
     assert memoryorg_crd(admin), "the CRD went with the release"
     assert admin.get("MemoryOrg", "kept", namespace) is not None
     assert admin.get("Secret", "echo-memory-nats-auth", namespace) is not None
+    # No operator ran here (its pod stays Pending): gone at once, so the next test's operator never sees it.
+    admin.delete("MemoryOrg", "kept", namespace)
+    wait_for(lambda: admin.get("MemoryOrg", "kept", namespace) is None, timeout=30, what="MemoryOrg kept deleted")
     with psycopg.connect(pg.dsn) as conn:  # the failing upgrade created nothing
         assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (broken,)).fetchone() is None
