@@ -55,15 +55,21 @@ browser-deps:
 	    echo "make: chromium is missing and could not be installed; run: apt-get install -y chromium" >&2; exit 1; }
 
 # The image smoke test (tests/images) runs the images `make images` builds; a failed build stops here.
-# The real API-server tier (tests/k8s/real, marker k8s_real) is not part of it: run `make test-k8s-real`.
-test: lint browser-deps images
+# The real API-server tier (tests/k8s/real, marker k8s_real) runs second, in a session of its own, so its
+# control plane runs only while its tests do; k8s-real-bin builds that control plane first (or reuses it)
+# and stops here when it cannot.
+test: lint browser-deps images k8s-real-bin
 	$(BIN)/python -m pytest -m "not k8s_real"
+	$(K8S_REAL_PYTEST)
 
+# Builds kube-apiserver, kube-controller-manager and etcd into K8S_REAL_DIR, or reuses a finished build.
 k8s-real-bin:
 	bash tests/k8s/real/controlplane/build.sh $(K8S_REAL_DIR)
 
+K8S_REAL_PYTEST = ECHO_MEMORY_K8S_REAL_DIR=$(K8S_REAL_DIR) $(BIN)/python -m pytest tests/k8s/real -m k8s_real --durations=10
+
 test-k8s-real: $(TEST_STAMP) k8s-real-bin
-	ECHO_MEMORY_K8S_REAL_DIR=$(K8S_REAL_DIR) $(BIN)/python -m pytest tests/k8s/real -m k8s_real --durations=0
+	$(K8S_REAL_PYTEST)
 
 bench: $(RUN_STAMP)
 	$(BIN)/echo-memory benchmark

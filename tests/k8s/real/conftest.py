@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import yaml
 from k8s_support import CHART, ROOT
-from real_cluster import RELEASE_NS, Client, ControlPlane, Kubelet, copy_chart, render_chart, wait_for
+from real_cluster import RELEASE_NS, Client, ControlPlane, Kubelet, chart_crds, copy_chart, render_chart, wait_for
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -75,15 +74,6 @@ def crds_applied(admin: Client, real_chart: pathlib.Path, helm_bin: pathlib.Path
                                        for c in (admin.get("CustomResourceDefinition", name) or {})
                                        .get("status", {}).get("conditions", [])), what=f"CRD {name} Established")
     return names
-
-
-def chart_crds(chart: pathlib.Path, helm_bin: pathlib.Path, tmp: pathlib.Path) -> list[dict[str, Any]]:
-    """The CRDs the chart installs (its crds/ folder and any CRD templates)."""
-    docs = [yaml.safe_load(p.read_text()) for p in sorted((chart / "crds").glob("*.yaml"))] \
-        if (chart / "crds").is_dir() else []
-    rendered = render_chart(helm_bin, chart, "crds", RELEASE_NS, {}, tmp)
-    docs += [d for d in rendered if d["kind"] == "CustomResourceDefinition"]
-    return docs
 
 
 @pytest.fixture()

@@ -352,11 +352,13 @@ class Kubelet:
             "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
             "containerStatuses": containers}}, sub="status")
 
-    def run_job_pod(self, job: dict[str, Any], root: pathlib.Path) -> subprocess.CompletedProcess[str]:
+    def run_job_pod(self, job: dict[str, Any], root: pathlib.Path,
+                    cli: Iterable[str] = ("-m", "libs.cli")) -> subprocess.CompletedProcess[str]:
         """Run the Job's container command on the host with its Secret-resolved env, then report the pod.
 
         ``echo-memory`` is this distribution's console script; ``python -m libs.cli`` is the same
-        entry point, so the host run does not depend on the script being on PATH.
+        entry point, so the host run does not depend on the script being on PATH.  ``cli`` replaces
+        ``-m libs.cli`` to run what another image would (the previous release's, in the Helm test).
         """
         meta = job["metadata"]
         uid = job["metadata"]["uid"]
@@ -374,7 +376,7 @@ class Kubelet:
             env[var["name"]] = decode(secret)[ref["key"]]
         command = container["command"]
         assert command[0] == "echo-memory", command
-        done = subprocess.run([sys.executable, "-m", "libs.cli", *command[1:]], env=env, capture_output=True,
+        done = subprocess.run([sys.executable, *cli, *command[1:]], env=env, capture_output=True,
                               text=True, timeout=120, check=False)
         self.finish(pod, succeeded=done.returncode == 0)
         return done
@@ -396,11 +398,16 @@ def encode(values: dict[str, str]) -> dict[str, str]:
 
 def render_chart(helm_bin: pathlib.Path, chart: pathlib.Path, release: str, namespace: str,
                  values: dict[str, Any], tmp: pathlib.Path) -> list[dict[str, Any]]:
-    """``helm template`` of the chart with ``values``: the documents."""
+    """``helm template`` of the chart with ``values``: the documents.
+
+    ``helm template`` has no cluster to keep a generated NATS token in, so the chart wants a seed.
+    """
     path = tmp / f"values-{release}-{os.getpid()}-{time.monotonic_ns()}.yaml"
-    path.write_text(yaml.safe_dump(values))
+    path.write_text(yaml.safe_dump({"natsAuth": {"seed": "k8s-real-tier"}} | values))
     out = subprocess.run([str(helm_bin), "template", release, str(chart), "-n", namespace, "-f", str(path),
-                          "--kube-version", "1.30.0"], capture_output=True, text=True, check=True, timeout=60)
+                          "--kube-version", "1.30.0"], capture_output=True, text=True, check=False, timeout=60)
+    if out.returncode:
+        raise RuntimeError(f"helm template {release} failed ({out.returncode}):\n{out.stderr}")
     return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
 
 
@@ -412,3 +419,12 @@ def copy_chart(src: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
     meta.pop("kubeVersion", None)  # the chart asks for a newer server than this 1.20 test server
     (dest / "Chart.yaml").write_text(yaml.safe_dump(meta, sort_keys=False))
     return dest
+
+
+def chart_crds(chart: pathlib.Path, helm_bin: pathlib.Path, tmp: pathlib.Path) -> list[dict[str, Any]]:
+    """The CRDs the chart installs (its crds/ folder and any CRD templates)."""
+    docs = [yaml.safe_load(p.read_text()) for p in sorted((chart / "crds").glob("*.yaml"))] \
+        if (chart / "crds").is_dir() else []
+    rendered = render_chart(helm_bin, chart, "crds", RELEASE_NS, {}, tmp)
+    docs += [d for d in rendered if d["kind"] == "CustomResourceDefinition"]
+    return docs

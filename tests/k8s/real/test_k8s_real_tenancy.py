@@ -167,7 +167,9 @@ async def test_org_passwords_stay_in_secrets_not_in_the_nats_bucket(
     url = resolve_url(stored)
     assert url is not None and store_admin.schema_version(url) > 0
 
-    # Deleting the org removes its key from the Secret.
+    # Deleting the org removes its key from the Secret, and then its finalizer (a resync still running
+    # at deletion must not hold the finalizer back: kopf re-checks after 1 s, not its default 60 s).
     admin.delete("MemoryOrg", "acme", namespace)
     wait_for(lambda: org not in decode(admin.get("Secret", f"{operator.release}-echo-memory-org-credentials",
-                                                 RELEASE_NS) or {}), timeout=30)
+                                                 RELEASE_NS) or {}), timeout=30, what="org key removed")
+    wait_for(lambda: admin.get("MemoryOrg", "acme", namespace) is None, timeout=30, what="org finalized")

@@ -27,15 +27,18 @@ mkdir -p "$W"/{apt/sources.list.d,apt/lists/partial,apt/cache/archives/partial,s
 sed 's/^Types: deb$/Types: deb deb-src/' /etc/apt/sources.list.d/debian.sources >"$W/apt/sources.list.d/src.sources"
 A=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$W/apt/sources.list.d"
    -o "Dir::State::Lists=$W/apt/lists" -o "Dir::Cache=$W/apt/cache")
-apt-get "${A[@]}" update -qq
+fail() { echo "k8s-real: $1; the k8s_real tier (part of make test) cannot run without this build" >&2; exit 1; }
+apt-get "${A[@]}" update -qq || fail "apt-get update of the Debian sources (with deb-src) failed"
 cd "$W/src"
 if [ ! -d k8s ]; then
-  apt-get "${A[@]}" source --download-only "kubernetes=$VERSION"
+  apt-get "${A[@]}" source --download-only "kubernetes=$VERSION" \
+    || fail "Debian source package kubernetes=$VERSION is not available from the apt sources"
   dpkg-source -x "kubernetes_$VERSION.dsc" k8s.partial >/dev/null
   mv k8s.partial k8s
 fi
 cd "$W/debs"
-apt-get "${A[@]}" download golang-1.19-go golang-1.19-src etcd-server golang-github-modern-go-reflect2-dev
+apt-get "${A[@]}" download golang-1.19-go golang-1.19-src etcd-server golang-github-modern-go-reflect2-dev \
+  || fail "Debian packages golang-1.19-go, etcd-server or golang-github-modern-go-reflect2-dev could not be downloaded"
 for d in "$W"/debs/*.deb; do dpkg -x "$d" "$W/root"; done
 # The vendored reflect2 1.0.1 crashes under Go >= 1.18: swap in Debian's 1.0.2.
 R="$W/src/k8s/vendor/github.com/modern-go/reflect2"
