@@ -31,6 +31,7 @@ from libs.store.migrations import CODE_SCHEMA_VERSION, all_migrations
 pytestmark = [pytest.mark.timeout(300)]
 
 RELEASE = "echo-memory"  # contains the chart's name, so every object is named echo-memory-<part>
+EDGE_NATS_SECRET = "echo-memory-nats-auth-edge"  # one NATS user per component: the edge's credential
 HOOK_JOB = f"{RELEASE}-migrate"
 SERVICES = ("edge", "writes", "retrieval", "causal", "audit", "reindex", "consolidation")
 NEW_FIELD = "displayName"  # the MemoryOrg spec field the next chart version adds
@@ -176,8 +177,8 @@ async def test_helm_install_then_upgrade_runs_the_migration_hook_before_the_serv
     assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == RELEASE
     assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     assert NEW_FIELD not in org_spec_fields(crd)
-    nats_token = decode(admin.get("Secret", "echo-memory-nats-auth", namespace) or {})["token"]
-    assert len(nats_token) == 40  # generated on a first install with cluster access
+    nats_password = decode(admin.get("Secret", EDGE_NATS_SECRET, namespace) or {})["password"]
+    assert len(nats_password) == 40  # generated on a first install with cluster access
 
     # A MemoryOrg made under the old CRD: the field 0.1.1 adds is pruned by the server until then.
     admin.create({"apiVersion": "echo-memory.io/v1alpha1", "kind": "MemoryOrg",
@@ -206,11 +207,11 @@ async def test_helm_install_then_upgrade_runs_the_migration_hook_before_the_serv
     history = json.loads(helm.run("history", RELEASE, "-o", "json"))
     assert [(h["revision"], h["status"]) for h in history] == [(1, "superseded"), (2, "deployed")], history
     # The CRD is a template: upgraded with the release. The MemoryOrg made before is still there and
-    # now keeps the new field; the NATS token (looked up in the cluster) did not rotate.
+    # now keeps the new field; the NATS passwords (looked up in the cluster) did not rotate.
     assert NEW_FIELD in org_spec_fields(memoryorg_crd(admin))
     admin.patch("MemoryOrg", "kept", namespace, {"spec": {NEW_FIELD: "Kept across the upgrade"}})
     assert (admin.get("MemoryOrg", "kept", namespace) or {})["spec"][NEW_FIELD] == "Kept across the upgrade"
-    assert decode(admin.get("Secret", "echo-memory-nats-auth", namespace) or {})["token"] == nats_token
+    assert decode(admin.get("Secret", EDGE_NATS_SECRET, namespace) or {})["password"] == nats_password
 
     # A failing migration fails the upgrade and leaves the services where they were.
     broken = "x_missing_" + uuid.uuid4().hex[:6]
@@ -227,12 +228,13 @@ async def test_helm_install_then_upgrade_runs_the_migration_hook_before_the_serv
     assert admin.get("Job", HOOK_JOB, namespace) is not None, "a failed hook Job stays for `kubectl logs`"
     assert helm.status()["info"]["status"] == "failed"
 
-    # Uninstall: the keep policy leaves the CRDs (and so every MemoryOrg) and the NATS token Secret.
+    # Uninstall: the keep policy leaves the CRDs (and so every MemoryOrg) and the NATS credential Secrets.
     helm.run("uninstall", RELEASE)
     assert images(admin, namespace) == {}
     assert memoryorg_crd(admin), "the CRD went with the release"
     assert admin.get("MemoryOrg", "kept", namespace) is not None
     assert admin.get("Secret", "echo-memory-nats-auth", namespace) is not None
+    assert admin.get("Secret", EDGE_NATS_SECRET, namespace) is not None
     # No operator ran here (its pod stays Pending): gone at once, so the next test's operator never sees it.
     admin.delete("MemoryOrg", "kept", namespace)
     wait_for(lambda: admin.get("MemoryOrg", "kept", namespace) is None, timeout=30, what="MemoryOrg kept deleted")
