@@ -30,6 +30,7 @@ from libs.supervisor.bus_auth import credentials_file, ensure_credentials, serve
 from libs.supervisor.nats import NatsServer
 from libs.supervisor.ports import free_port
 from libs.testing import EchoStack
+from libs.testing.probes import write_and_recall
 from services.edge.tools import TOOLS
 
 
@@ -155,15 +156,7 @@ async def test_tools_work_end_to_end_and_no_bearer_token_crosses_the_bus(
     token = secured_stack.issue_token("agent-a")
     try:
         async with secured_stack.client(token) as client:
-            written = await client.call_tool("write_episode", {
-                "session_id": "s-1",
-                "entities": [{"name": "billing", "type": "service"}, {"name": "Stripe", "type": "vendor"}],
-                "facts": [{"source": "billing", "target": "Stripe", "relation": "calls",
-                           "fact": "billing calls Stripe for refunds", "confidence": "extracted"}],
-            })
-            assert not written.is_error, written
-            found = await client.call_tool("query_memory", {"query": "who handles refunds"})
-            assert not found.is_error and "Stripe" in str(found.structured_content)
+            await write_and_recall(client)
         for _ in range(50):  # the outbox relay publishes the write's events to JetStream as the writes user
             if any(b".events." in p for p in payloads):
                 break

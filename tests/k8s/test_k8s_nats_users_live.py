@@ -42,6 +42,7 @@ from libs.contracts.subjects import request_subject
 from libs.supervisor.nats import NatsServer
 from libs.supervisor.ports import free_port
 from libs.testing import mcp_http_client
+from libs.testing.probes import write_and_recall
 
 NS = "memsys"
 
@@ -190,7 +191,10 @@ async def test_the_edge_can_neither_read_service_requests_nor_send_admin_verbs(c
                            Request(caller=caller, args={}).model_dump_json().encode())  # one of its tools
         await edge.flush()
         # One connection's messages arrive in order: once write_episode is in, token_create would be too.
-        await _until(lambda: len(at_writes) >= 1, "the edge's write_episode at the writes service")
+        try:
+            await _until(lambda: len(at_writes) >= 1, "the edge's write_episode at the writes service")
+        except AssertionError as exc:  # say what the clients and the server saw instead
+            raise AssertionError(f"{exc}; client errors {errors}; server log tail {chart_bus.log()[-800:]!r}") from None
         await _until(lambda: len(_violations(errors, "")) >= 3, "three permissions violations")
     finally:
         await edge.close()
@@ -315,15 +319,7 @@ async def test_services_and_edge_started_with_the_chart_credentials_answer_a_que
         finally:
             await broker.stop()
         async with mcp_http_client(f"http://127.0.0.1:{procs['edge'][1]}/mcp", made["token"]) as client:
-            written = await client.call_tool("write_episode", {
-                "session_id": "s-1",
-                "entities": [{"name": "billing", "type": "service"}, {"name": "Stripe", "type": "vendor"}],
-                "facts": [{"source": "billing", "target": "Stripe", "relation": "calls",
-                           "fact": "billing calls Stripe for refunds", "confidence": "extracted"}],
-            })
-            assert not written.is_error, written
-            found = await client.call_tool("query_memory", {"query": "who handles refunds"})
-            assert not found.is_error and "Stripe" in str(found.structured_content), found
+            await write_and_recall(client)
     finally:
         for proc, _ in procs.values():
             proc.terminate()
