@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return hook_main(words[1:])
     from pydantic import ValidationError
 
-    from libs.config import load_settings
+    from libs.config import load_settings, settings_problems
     from libs.contracts.errors import EchoError
 
     args = build_parser(words[0] if words else None).parse_args(words)
@@ -73,8 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings()
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())
-        print(f"{prefix}: the settings are invalid ({problems}); check the ECHO_MEMORY_* variables", file=sys.stderr)
+        print(f"{prefix}: the settings are invalid ({settings_problems(exc)}); check the ECHO_MEMORY_* variables",
+              file=sys.stderr)
         return USAGE_ERROR
     try:
         code = int(args.func(settings, args))

@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from libs import eventloop
-from libs.config import Settings
+from libs.config import Settings, settings_problems
 from libs.contracts.errors import EchoError
 from libs.contracts.identity import DISTIL_AGENT, HINTS_AGENT
 
@@ -55,8 +55,8 @@ def _run(settings: Settings, command: str, work: Any) -> int:
         print(f"echo-memory {command}: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
     except ValidationError as exc:  # an ECHO_MEMORY_LLM_* variable that does not parse
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        print(f"echo-memory {command}: the ECHO_MEMORY_LLM_* settings are invalid ({problems})", file=sys.stderr)
+        print(f"echo-memory {command}: the ECHO_MEMORY_LLM_* settings are invalid ({settings_problems(exc)})",
+              file=sys.stderr)
         return 2
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import platformdirs
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from libs.config.retrieval import RetrievalSettings
@@ -91,3 +91,8 @@ class Settings(BaseSettings):
 def load_settings(**overrides: object) -> Settings:
     """Build settings from the environment; keyword overrides win (tests pass them)."""
     return Settings(**overrides)  # type: ignore[arg-type]
+
+
+def settings_problems(exc: ValidationError) -> str:
+    """What is wrong with the settings, one `field: reason` per problem, for a one-sentence refusal."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in exc.errors())

@@ -55,8 +55,10 @@ async def suspend(conn: psycopg.AsyncConnection[Any]) -> Suspended | None:
     connection's role does not own the tables.
     """
     holds = await (await conn.execute(ORG_HOLDS_MEMORY)).fetchone()
+    if holds and holds[0]:
+        return None
     owns = await (await conn.execute(OWNS_TABLES, {"tables": list(TABLES)})).fetchone()
-    if (holds and holds[0]) or not (owns and owns[0]):
+    if not (owns and owns[0]):
         return None
     indexes = tuple((r[0], r[1]) for r in await (await conn.execute(HNSW_INDEXES, {"tables": list(TABLES)})).fetchall())
     for name, _ in indexes:
