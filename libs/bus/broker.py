@@ -7,6 +7,7 @@ from typing import Any
 
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsUserPassword
+from nats.aio.client import Client as NATS
 
 from libs.bus.auth import NatsCredentials
 from libs.telemetry import bus_middleware
@@ -58,3 +59,19 @@ async def stop_broker(broker: NatsBroker, *, settle_seconds: float = 6.0) -> Non
     if connection is not None and connection.is_closed:
         return
     await broker.stop()
+
+
+async def subscriptions_registered(connection: NATS | None, timeout: int = 10) -> None:
+    """Return once the server holds every subscription `connection` has sent so far.
+
+    One `flush()` is not enough: nats-py writes its PING straight to the socket while a new SUB
+    still waits for the flusher task, so the PONG can come back before the server has read the
+    SUB, and a request from another connection then finds no responder. The first round trip lets
+    the flusher write the SUB; the second one's PING follows it. A closed or reconnecting
+    connection returns at once (it re-sends its subscriptions when it is back), as does None (a
+    broker that never connected).
+    """
+    for _ in range(2):
+        if connection is None or not connection.is_connected:
+            return
+        await connection.flush(timeout=timeout)

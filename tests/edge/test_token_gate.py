@@ -16,7 +16,7 @@ import nats
 import pytest
 from edge_support import extra_edge
 
-from libs.bus.broker import make_broker
+from libs.bus.broker import make_broker, subscriptions_registered
 from libs.bus.client import BusClient
 from libs.contracts.subjects import request_subject
 from libs.contracts.tokens import mint
@@ -44,7 +44,7 @@ async def trips(stack: EchoStack) -> AsyncIterator[Trips]:
         seen.count += 1
 
     await nc.subscribe(request_subject(stack.org, "writes", "token_verify"), cb=count)
-    await nc.flush()
+    await subscriptions_registered(nc)
     yield seen
     await nc.close()
 

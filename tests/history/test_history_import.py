@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 
+from libs.history.engine import BATCH_TURNS
 from libs.history.state import state_path
 from libs.testing import EchoStack
 from tests.history.history_fixtures import EXPECTED, install
@@ -153,8 +154,12 @@ async def test_an_import_killed_mid_run_resumes_without_losing_or_repeating_a_tu
     assert code == 0, err
     rows = imported_rows(stack)
     assert len(rows) == turns and len({r[6] for r in rows}) == turns
-    assert by_source(reports, "imported")["codex"] + by_source(reports, "already")["codex"] <= turns
-    assert by_source(reports, "imported")["codex"] == turns - killed_at
+    # The killed run may have had one batch in flight: the writes service still stores it after the kill,
+    # with no checkpoint recorded, so the resumed run reads those turns again and finds them `already` stored.
+    read, imported, already = (by_source(reports, key)["codex"] for key in ("turns", "imported", "already"))
+    assert imported + already == read, reports
+    assert read >= turns - killed_at, "a checkpoint covered a turn that was not stored"
+    assert turns - killed_at - BATCH_TURNS <= imported <= turns - killed_at, (killed_at, reports)
 
 
 async def test_watch_imports_new_turns_as_they_finish_until_interrupted(stack: EchoStack, tmp_path: Path) -> None:

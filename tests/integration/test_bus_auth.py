@@ -21,6 +21,7 @@ import pytest
 from nats.aio.msg import Msg
 
 from libs.bus.auth import NatsCredentials, connect_options, new_credentials
+from libs.bus.broker import subscriptions_registered
 from libs.bus.permissions import EDGE_VERBS, bus_users
 from libs.contracts.bus import Caller, Request
 from libs.contracts.identity import admin_caller
@@ -153,6 +154,7 @@ async def test_tools_work_end_to_end_and_no_bearer_token_crosses_the_bus(
 
     watcher = await _connect(secured_bus.url, secured_bus.watcher, [])
     await watcher.subscribe(">", cb=keep)
+    await subscriptions_registered(watcher)
     token = secured_stack.issue_token("agent-a")
     try:
         async with secured_stack.client(token) as client:

@@ -10,7 +10,7 @@ import nats
 import pytest
 from faststream.nats import NatsBroker
 
-from libs.bus.broker import make_broker, stop_broker
+from libs.bus.broker import make_broker, stop_broker, subscriptions_registered
 from libs.bus.client import BusClient, bus_connected
 from libs.contracts.errors import BusTimeout, EchoError, Unavailable
 from libs.contracts.identity import admin_caller
@@ -62,6 +62,7 @@ async def test_no_service_on_a_live_bus_names_the_service(own_nats: NatsServer) 
 async def test_a_silent_service_on_a_live_bus_is_a_time_out_naming_it(own_nats: NatsServer) -> None:
     listener = await nats.connect(own_nats.url)
     await listener.subscribe(request_subject(ORG, SERVICE, VERB))  # receives, never replies
+    await subscriptions_registered(listener)
     broker = make_broker(own_nats.url)
     await broker.start()
     try:

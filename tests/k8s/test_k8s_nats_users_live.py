@@ -33,7 +33,7 @@ from nats.aio.msg import Msg
 from pydantic import SecretStr
 
 from libs.bus.auth import CredentialsError, NatsCredentials, connect_options, settings_credentials
-from libs.bus.broker import make_broker
+from libs.bus.broker import make_broker, subscriptions_registered
 from libs.bus.client import BusClient
 from libs.config import Settings
 from libs.contracts.bus import Caller, Request
@@ -85,8 +85,8 @@ def pod_env(docs: list[dict[str, Any]], component: str) -> dict[str, str]:
 class ChartBus:
     """A nats-server run from the chart's authorization block, and each component's settings for it."""
 
-    def __init__(self, docs: list[dict[str, Any]], url: str, log: pathlib.Path) -> None:
-        self.docs, self.url, self.log_path = docs, url, log
+    def __init__(self, docs: list[dict[str, Any]], url: str, log: pathlib.Path, monitor: int) -> None:
+        self.docs, self.url, self.log_path, self.monitor = docs, url, log, monitor
 
     def env(self, component: str) -> dict[str, str]:
         env = pod_env(self.docs, component)
@@ -106,6 +106,11 @@ class ChartBus:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def seen(self) -> str:
+        """What the server holds now (its connections with their subscriptions) and its log's tail: for failures."""
+        code, connz = _probe(self.monitor, "/connz?subs=detail&auth=1")
+        return f"server connections ({code}) {connz}; server log tail {self.log()[-800:]!r}"
+
 
 @pytest.fixture
 def chart_bus(rendered: list[dict[str, Any]], tmp_path: pathlib.Path) -> Iterator[ChartBus]:
@@ -117,16 +122,17 @@ def chart_bus(rendered: list[dict[str, Any]], tmp_path: pathlib.Path) -> Iterato
     auth.write_text(_secret_data(rendered, values["natsAuth"]["secretName"])["auth.conf"])
     port = free_port()
     log = tmp_path / "nats.log"
+    monitor = free_port()
     # The official chart writes `include <path>;` inside its JSON config; the rest is this machine's.
     settings = {"host": "127.0.0.1", "port": port, "jetstream": {"store_dir": str(tmp_path / "js")},
-                "log_file": str(log)}
+                "log_file": str(log), "http": f"127.0.0.1:{monitor}"}
     config = etc / "nats-config" / "nats.conf"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("{\n  include " + include + ";\n" + json.dumps(settings)[1:])
     server = NatsServer(tmp_path, port, config=config)
     server.start()
     try:
-        yield ChartBus(rendered, server.url, log)
+        yield ChartBus(rendered, server.url, log, monitor)
     finally:
         server.stop()
 
@@ -146,7 +152,7 @@ async def _listen(nc: nats.NATS, subject: str) -> list[Msg]:
         seen.append(msg)
 
     await nc.subscribe(subject, cb=keep)
-    await nc.flush()
+    await subscriptions_registered(nc)
     return seen
 
 
@@ -194,7 +200,7 @@ async def test_the_edge_can_neither_read_service_requests_nor_send_admin_verbs(c
         try:
             await _until(lambda: len(at_writes) >= 1, "the edge's write_episode at the writes service")
         except AssertionError as exc:  # say what the clients and the server saw instead
-            raise AssertionError(f"{exc}; client errors {errors}; server log tail {chart_bus.log()[-800:]!r}") from None
+            raise AssertionError(f"{exc}; client errors {errors}; {chart_bus.seen()}") from None
         await _until(lambda: len(_violations(errors, "")) >= 3, "three permissions violations")
     finally:
         await edge.close()
@@ -239,8 +245,11 @@ async def test_the_admin_may_send_every_verb_and_a_service_answers_it(chart_bus:
             await writes.publish(msg.reply, b'{"answered": true}')  # allow_responses: only to the requester
 
         await writes.subscribe("echo.v1.*.writes.token_create", cb=answer)
-        await writes.flush()
-        reply = await admin.request(request_subject("acme", "writes", "token_create"), b"{}", timeout=10)
+        await subscriptions_registered(writes)
+        try:
+            reply = await admin.request(request_subject("acme", "writes", "token_create"), b"{}", timeout=10)
+        except nats.errors.Error as exc:
+            raise AssertionError(f"{exc!r}; client errors {errors}; {chart_bus.seen()}") from None
         kv = await admin.jetstream().create_key_value(bucket="echo-orgs")  # what the operator registers orgs in
         await kv.put("acme", b"{}")
     finally:

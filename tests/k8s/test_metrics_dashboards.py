@@ -23,7 +23,7 @@ from k8s_support import CHART, strip_dependencies
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from libs.bus.broker import make_broker
+from libs.bus.broker import make_broker, subscriptions_registered
 from libs.bus.client import BusClient
 from libs.contracts.errors import BusTimeout
 from libs.contracts.identity import admin_caller
@@ -159,6 +159,7 @@ async def test_a_silent_service_is_counted_as_a_bus_timeout(nats_url: str, org: 
 
     silent = await nats.connect(nats_url)
     await silent.subscribe(request_subject(org, "causal", "trace_cause"), cb=never_answer)
+    await subscriptions_registered(silent)
     broker = make_broker(nats_url)
     await broker.start()
     metrics = EdgeMetrics()
