@@ -39,6 +39,11 @@ def inbox_prefix(user: str) -> str:
     return f"{DEFAULT_INBOX}.{user}"
 
 
+def credentials_path(directory: Path, user: str) -> Path:
+    """Where `directory` keeps `user`'s credentials file (the embedded system writes one per bus user)."""
+    return directory / f"nats-{user}.json"
+
+
 def new_credentials(user: str) -> NatsCredentials:
     """A fresh random password (256 bits) for `user`."""
     return NatsCredentials(user=user, password=SecretStr(secrets.token_urlsafe(32)))
@@ -103,6 +108,7 @@ def connect_options(credentials: NatsCredentials | None) -> dict[str, Any]:
 
 
 __all__ = [
+    "credentials_path",
     "CredentialsError", "NatsCredentials", "configured_credentials", "connect_options", "inbox_prefix", "new_credentials",
     "read_credentials", "settings_credentials", "write_credentials",
 ]

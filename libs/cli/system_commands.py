@@ -21,8 +21,9 @@ def register(sub: Any) -> None:
     down.set_defaults(func=lambda s, a: _system().down(s))
     status = sub.add_parser("status", help="each component: running or not, port, pid; schema; per scope its facts and writers")
     status.set_defaults(func=lambda s, a: _system().status(s))
-    service = sub.add_parser("service", help="run one service in the foreground (used by up and Kubernetes)")
-    service.add_argument("name", help="edge, writes, retrieval, causal, audit, reindex or consolidation")
+    service = sub.add_parser("service", help="run services in the foreground, in one process (used by up and Kubernetes)")
+    service.add_argument("names", nargs="+", metavar="name",
+                         help="edge, or one or more of writes, retrieval, causal, audit, reindex, consolidation")
     service.set_defaults(func=_service)
 
 
@@ -39,7 +40,12 @@ def _up(settings: Settings, args: argparse.Namespace, *, quickstart: bool) -> in
 def _service(settings: Settings, args: argparse.Namespace) -> int:
     from libs.service.registry import NAMES, run
 
-    if args.name not in NAMES:
-        print(f"echo-memory: unknown service '{args.name}'; choose one of {', '.join(NAMES)}", file=sys.stderr)
+    unknown = [n for n in args.names if n not in NAMES]
+    if unknown:
+        print(f"echo-memory: unknown service '{unknown[0]}'; choose one of {', '.join(NAMES)}", file=sys.stderr)
         return 2
-    return run(args.name, settings)
+    try:
+        return run(args.names, settings)
+    except ValueError as exc:
+        print(f"echo-memory: {exc}", file=sys.stderr)
+        return 2

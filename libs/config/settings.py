@@ -65,6 +65,10 @@ class Settings(BaseSettings):
         None, description="file (mode 0600) with this process's NATS user and password; `up` writes one per "
         "process kind under <home>/run/ and hands it to its children",
     )
+    nats_credentials_dir: Path | None = Field(
+        None, description="directory of per-user credentials files (nats-<user>.json): a process hosting several "
+        "services (`echo-memory service writes retrieval …`) connects each as its own user; `up` sets it",
+    )
     nats_user: str | None = Field(
         None, description="NATS user of this process, given with nats_password instead of a credentials file "
         "(Kubernetes: the chart gives each component its own from a Secret)",
@@ -85,6 +89,9 @@ class Settings(BaseSettings):
         description="port of a service's /healthz and /readyz (Kubernetes); set, a service whose database "
                     "schema does not fit waits not-ready, saying why, instead of exiting")
     schema_wait_seconds: float = Field(5.0, gt=0, description="how often a waiting service re-reads the schema")
+    services_in_one_process: bool = Field(
+        True, description="`up` runs every service in one process beside the edge: one interpreter and one "
+        "embedding model instead of six interpreters and three models (~0.5 GB less); 0: one process per service")
     uvloop: bool = Field(True, description="run event loops on uvloop where it is installed (0: asyncio's own)")
 
 

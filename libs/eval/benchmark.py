@@ -383,7 +383,8 @@ def register(sub: Any) -> None:
     bench.add_argument(
         "--concurrency",
         help="comma-separated client counts, e.g. 1,4,16: throughput of many agents at once against a throw-away "
-        "embedded system (one process per service), with CPU per query and memory (libs/eval/concurrency.py)",
+        "embedded system (its default process layout; ECHO_MEMORY_SERVICES_IN_ONE_PROCESS=0 passes through), "
+        "with CPU per query and memory (libs/eval/concurrency.py)",
     )
     bench.set_defaults(func=main)
 

@@ -1,12 +1,12 @@
 """`echo-memory benchmark --concurrency 1,4,16`: many agents at once against the embedded default.
 
 Unlike the latency benchmark (one request at a time, services in one process), this starts the
-real embedded system (`echo-memory up --detach`: Postgres, nats-server, one process per service,
-the edge) in a throw-away data directory, so each service's worker count and the two cores are
+real embedded system (`echo-memory up --detach`: Postgres, nats-server, the services' process or
+processes, the edge) in a throw-away data directory, so each service's worker count and the two cores are
 what a laptop user gets. For each store size and each concurrency level C it runs C MCP sessions
 (and, separately, C bus callers) side by side, each asking questions back to back, and reports:
 - throughput (queries/s over the level's wall time) and p50/p95 latency per level;
-- CPU seconds per query by component (Postgres, nats-server, each service, the edge), from the
+- CPU seconds per query by process (Postgres, nats-server, the services, the edge), from the
   processes' own CPU counters before and after the level;
 - write p50/p95 over the bus (one one-fact write at a time);
 - the proportional set size (PSS) of every process of the system at 1k facts, and its peak.
@@ -41,10 +41,12 @@ class System:
 
     def __init__(self, home: Path) -> None:
         self.home = home
-        # The caller's worker counts pass through (a side-by-side run with ECHO_MEMORY_WORKERS__RETRIEVAL=1);
-        # nothing else of the caller's configuration reaches the throw-away system.
+        # The caller's worker counts and process layout pass through (a side-by-side run with
+        # ECHO_MEMORY_WORKERS__RETRIEVAL=1 or ECHO_MEMORY_SERVICES_IN_ONE_PROCESS=0); nothing else of the
+        # caller's configuration reaches the throw-away system.
         self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith("ECHO_MEMORY_") or k.startswith("ECHO_MEMORY_WORKERS__")}
+                    if not k.startswith("ECHO_MEMORY_") or k.startswith("ECHO_MEMORY_WORKERS__")
+                    or k == "ECHO_MEMORY_SERVICES_IN_ONE_PROCESS"}
         # One token makes thousands of calls on purpose.
         self.env.update(ECHO_MEMORY_HOME=str(home), ECHO_MEMORY_EDGE_RATE_PER_MINUTE="0")
 
@@ -66,15 +68,20 @@ class System:
         return state
 
     def processes(self) -> dict[str, list[psutil.Process]]:
-        """Each component's processes (Postgres with its backends), plus the supervisor."""
+        """Each process's tree (Postgres with its backends), plus the supervisor, by the components it runs.
+
+        Services sharing one process are one entry ("writes+retrieval+…"), so nothing is counted twice.
+        """
         state = self.state()
         out: dict[str, list[psutil.Process]] = {"supervisor": [psutil.Process(state.supervisor_pid)]}
+        names_of: dict[int, list[str]] = {}
         for name, component in state.components.items():
-            if component.pid is None:
-                continue
+            if component.pid is not None:
+                names_of.setdefault(component.pid, []).append(name)
+        for pid, names in names_of.items():
             try:
-                root = psutil.Process(component.pid)
-                out[name] = [root, *root.children(recursive=True)]
+                root = psutil.Process(pid)
+                out["+".join(names)] = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 continue
         return out

@@ -67,12 +67,37 @@ def entry_point(name: EntryPoint) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
 
 
-def run(name: str, settings: Settings) -> int:
-    """Run service `name` (or the edge) in the foreground; returns its exit code."""
-    if name == "edge":
-        return int(importlib.import_module(EDGE_MODULE).run_edge(settings))
-    info = service_info(name)
-    from libs.service.runner import run_service
+def run(names: list[str], settings: Settings) -> int:
+    """Run the edge, or the services `names` in this one process, in the foreground; returns the exit code.
 
-    module = importlib.import_module(info.module)
-    return run_service(name, module.routes, settings, model=info.model)
+    ValueError naming the choices for an unknown name, or when the edge is asked to share a process.
+    With `settings.nats_credentials_dir`, each service connects with its own file there.
+    """
+    if names == ["edge"]:
+        return int(importlib.import_module(EDGE_MODULE).run_edge(settings))
+    if "edge" in names:
+        raise ValueError("the edge runs in a process of its own: `echo-memory service edge`")
+    if len(set(names)) != len(names):
+        raise ValueError(f"each service once: {' '.join(names)}")
+    from libs.bus.auth import credentials_path
+    from libs.service.runner import Hosted, run_services
+
+    hosted = []
+    for name in names:
+        info = service_info(name)
+        own = settings
+        if settings.nats_credentials_dir is not None:
+            own = settings.model_copy(update={"nats_credentials": credentials_path(settings.nats_credentials_dir, name)})
+        hosted.append(Hosted(name, importlib.import_module(info.module).routes, own, info.model))
+    return run_services(hosted, settings)
+
+
+def process_groups(shared: bool) -> dict[str, tuple[str, ...]]:
+    """The processes `echo-memory up` starts, each with the services it hosts.
+
+    Shared: every service in one process beside the edge, so the interpreter, the libraries and the
+    embedding model are loaded once (the laptop's default: ~0.5 GB less); else one process each.
+    """
+    if not shared:
+        return {name: (name,) for name in NAMES}
+    return {"services": tuple(s.name for s in SERVICES), "edge": ("edge",)}

@@ -17,7 +17,7 @@ from nats.aio.msg import Msg
 
 from libs import eventloop
 from libs.bus.auth import CredentialsError, connect_options, settings_credentials
-from libs.bus.broker import make_broker
+from libs.bus.broker import make_broker, subscriptions_registered
 from libs.config import Settings
 from libs.contracts.errors import SchemaTooNew, SchemaTooOld
 from libs.orgs import lookup_org
@@ -81,6 +81,9 @@ async def start_service(
     broker.include_router(build_router(ctx, routes(ctx)))
     await broker.start()
     await _answer_scrapes(nc, ctx)
+    # "ready" must mean a request finds this service: both connections' SUBs are on the server.
+    await subscriptions_registered(getattr(broker, "_connection", None))  # FastStream's nats-py client
+    await subscriptions_registered(nc)
     background: asyncio.Task[None] | None = None
     if ctx.on_start is not None:
         background = asyncio.create_task(_background(ctx.on_start))
@@ -102,28 +105,47 @@ async def _background(start: Callable[[], Awaitable[None]]) -> None:
     await start()
 
 
-def run_service(name: str, routes: RoutesFactory, settings: Settings, *, model: str = "never") -> int:
-    """Run one service in the foreground until SIGTERM/SIGINT; returns the process exit code.
+@dataclass(frozen=True)
+class Hosted:
+    """One service a process runs: its routes, its own settings (its own bus user) and when it needs the model."""
 
+    name: str
+    routes: RoutesFactory
+    settings: Settings
+    model: str = "never"  # "at_start", "on_first_use" or "never" (libs.service.registry.ServiceInfo)
+
+
+def run_service(name: str, routes: RoutesFactory, settings: Settings, *, model: str = "never") -> int:
+    """Run one service in the foreground until SIGTERM/SIGINT; returns the process exit code."""
+    return run_services([Hosted(name, routes, settings, model)], settings)
+
+
+def run_services(hosted: list[Hosted], settings: Settings) -> int:
+    """Run `hosted` in this one process until SIGTERM/SIGINT; returns the process exit code.
+
+    Several services in one process share the interpreter, the libraries and one embedding model
+    (the laptop's default); each still has its own bus connection, user, subscriptions and pools.
     Without a health port (the laptop) a schema that does not fit the code exits with EXIT_SCHEMA, for the
-    supervisor to report. With one (Kubernetes) the service waits, not ready with the reason on /readyz,
+    supervisor to report. With one (Kubernetes) the process waits, not ready with the reason on /readyz,
     and starts as soon as the schema fits (a migration Job or hook brings it there).
     """
-    logging.basicConfig(level=settings.log_level.upper(), format=f"%(asctime)s {name} %(levelname)s %(message)s")
+    label = "+".join(h.name for h in hosted)
+    logging.basicConfig(level=settings.log_level.upper(), format=f"%(asctime)s {label} %(levelname)s %(message)s")
     if settings.nats_url is None:
-        print(f"echo-memory {name}: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
+        print(f"echo-memory {label}: ECHO_MEMORY_NATS_URL is not set", file=sys.stderr)
         return 2
-    try:
-        settings_credentials(settings)
-    except CredentialsError as exc:
-        print(f"echo-memory {name}: {exc}", file=sys.stderr)
-        return 2
+    for one in hosted:
+        try:
+            settings_credentials(one.settings)
+        except CredentialsError as exc:
+            print(f"echo-memory {one.name}: {exc}", file=sys.stderr)
+            return 2
     if settings.database_url is not None and settings.health_port is None:
         problem = _schema_problem(settings.database_url.get_secret_value())
         if problem is not None:
-            print(f"echo-memory {name}: {problem[1]}", file=sys.stderr)
+            print(f"echo-memory {label}: {problem[1]}", file=sys.stderr)
             return problem[0]
-    return eventloop.run(_serve(name, routes, settings, model), use_uvloop=settings.uvloop)
+    return eventloop.run(_serve(label, hosted, settings), use_uvloop=settings.uvloop)
 
 
 def _schema_problem(database_url: str) -> tuple[int, str] | None:
@@ -149,24 +171,24 @@ async def _wait_for_schema(name: str, settings: Settings, health: Health) -> Non
         await asyncio.sleep(settings.schema_wait_seconds)
 
 
-async def _serve(name: str, routes: RoutesFactory, settings: Settings, model: str) -> int:
-    setup_tracing(name)
-    health = Health(name)
+async def _serve(label: str, hosted: list[Hosted], settings: Settings) -> int:
+    setup_tracing(label)
+    health = Health(label)
     if settings.health_port is not None:
         await health.start(settings.health_port)
     try:
-        return await _serve_healthy(name, routes, settings, model, health)
+        return await _serve_healthy(label, hosted, settings, health)
     finally:
         await health.stop()
 
 
-async def _serve_healthy(name: str, routes: RoutesFactory, settings: Settings, model: str, health: Health) -> int:
+async def _serve_healthy(label: str, hosted: list[Hosted], settings: Settings, health: Health) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     if settings.database_url is not None and settings.health_port is not None:
-        waiting = asyncio.create_task(_wait_for_schema(name, settings, health))
+        waiting = asyncio.create_task(_wait_for_schema(label, settings, health))
         stopped = asyncio.create_task(stop.wait())
         await asyncio.wait({waiting, stopped}, return_when=asyncio.FIRST_COMPLETED)
         if stop.is_set():
@@ -175,14 +197,22 @@ async def _serve_healthy(name: str, routes: RoutesFactory, settings: Settings, m
         stopped.cancel()
     health.not_ready("loading")
     embedder = None
-    if model == "at_start":  # only services that embed load the model and its runtime
+    if any(h.model == "at_start" for h in hosted):  # only processes hosting a service that embeds load the model
         from libs.embed import MiniLM
 
         embedder = MiniLM()
-    running = await start_service(name, routes, settings, embedder=embedder, lazy_model=model == "on_first_use")
-    health.serving(connected=lambda: running.nc.is_connected)
-    log.info("%s ready", name)
-    print(f"echo-memory {name}: ready", flush=True)
-    await stop.wait()
-    await running.stop()
+    running: list[RunningService] = []
+    try:
+        for one in hosted:
+            shared = embedder if one.model != "never" else None  # a loaded model also serves the lazy ones
+            running.append(await start_service(one.name, one.routes, one.settings, embedder=shared,
+                                               lazy_model=shared is None and one.model == "on_first_use"))
+        health.serving(connected=lambda: all(r.nc.is_connected for r in running))
+        for one in hosted:
+            log.info("%s ready", one.name)
+            print(f"echo-memory {one.name}: ready", flush=True)
+        await stop.wait()
+    finally:
+        for service in reversed(running):
+            await service.stop()
     return 0

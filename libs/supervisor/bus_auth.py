@@ -15,6 +15,7 @@ from pathlib import Path
 from libs.bus.auth import (
     CredentialsError,
     NatsCredentials,
+    credentials_path,
     new_credentials,
     read_credentials,
     settings_credentials,
@@ -28,7 +29,7 @@ RUN_DIR = "run"
 
 
 def credentials_file(home: Path, user: str) -> Path:
-    return home / RUN_DIR / f"nats-{user}.json"
+    return credentials_path(home / RUN_DIR, user)
 
 
 def ensure_credentials(home: Path) -> dict[str, NatsCredentials]:

@@ -30,7 +30,7 @@ def stop_leftovers(home: Path, state: State) -> list[str]:
         if component.name == "postgres":
             continue
         process = _still_ours(home, component)
-        if process is not None:
+        if process is not None and process not in processes:  # services sharing a process: stopped once
             stopped.append(component.name)
             processes.append(process)
             _signal(process, kill=False)
@@ -59,7 +59,9 @@ def _still_ours(home: Path, component: Component) -> psutil.Process | None:
     if component.name == "nats":
         ours = bool(command) and Path(command[0]).name == "nats-server" and str(home / "nats") in " ".join(command)
     else:
-        ours = command[-2:] == ["service", component.name] and _home_of(process) == str(home)
+        # `service NAME…`: a process of its own or one hosting several services
+        hosted = command[command.index("service") + 1:] if "service" in command else []
+        ours = component.name in hosted and _home_of(process) == str(home)
     return process if ours else None
 
 

@@ -22,7 +22,7 @@ from libs import eventloop
 from libs.bus.permissions import ADMIN_USER
 from libs.config import Settings
 from libs.orgs import register_org
-from libs.service.registry import NAMES
+from libs.service.registry import process_groups
 from libs.store.schema import apply_migrations
 from libs.supervisor.bus_auth import credentials_file, ensure_credentials, server_config, write_server_config
 from libs.supervisor.leftovers import stop_leftovers
@@ -103,7 +103,8 @@ class Supervisor:
         self.home = settings.home.expanduser().resolve()
         self.durable = durable
         self.units: dict[str, Unit] = {}
-        self.services: dict[str, ServiceProcess] = {}
+        self.services: dict[str, ServiceProcess] = {}  # by process: "services" hosts several, "edge" one
+        self.members: dict[str, tuple[str, ...]] = {}  # each unit's components (a shared process has several)
         self.pg: EmbeddedPostgres | None = None
         self.nats: NatsServer | None = None
         self.state: State | None = None
@@ -180,14 +181,19 @@ class Supervisor:
         eventloop.run(register_org(self.nats.url, self.settings.org, self.pg.url(), users[ADMIN_USER]),
                       use_uvloop=self.settings.uvloop)
         env = self._child_env(self.pg.url(), self.nats.url)
-        for name in NAMES:
-            service_env = dict(env, ECHO_MEMORY_NATS_CREDENTIALS=str(credentials_file(self.home, name)))
+        for name, hosts in process_groups(self.settings.services_in_one_process).items():
+            service_env = dict(env)
+            if hosts == (name,):
+                service_env["ECHO_MEMORY_NATS_CREDENTIALS"] = str(credentials_file(self.home, name))
+            else:  # each hosted service connects as its own user, from its own file in this directory
+                service_env["ECHO_MEMORY_NATS_CREDENTIALS_DIR"] = str(credentials_file(self.home, name).parent)
             if name == "edge":
                 service_env["ECHO_MEMORY_EDGE_PORT"] = str(edge_port)
-            service = ServiceProcess(name, service_env, self.home / "logs" / f"{name}.log")
+            service = ServiceProcess(name, service_env, self.home / "logs" / f"{name}.log", hosts=hosts)
             service.launch()
             self.services[name] = service
-            self._watch(name, service, port=edge_port if name == "edge" else None, log=service.log_path)
+            self._watch(name, service, port=edge_port if name == "edge" else None, log=service.log_path,
+                        components=hosts)
         self.state.edge_url = f"http://127.0.0.1:{edge_port}/mcp"
         self._write()
         if not wait_for_port(edge_port, timeout=EDGE_START_TIMEOUT):
@@ -198,12 +204,14 @@ class Supervisor:
         return self.state
 
     def _watch(self, name: str, process: ServiceProcess | NatsServer | EmbeddedPostgres, *, port: int | None,
-               log: Path) -> None:
+               log: Path, components: tuple[str, ...] | None = None) -> None:
         assert self.state is not None
         self.units[name] = Unit(name=name, process=process)
-        self.state.components[name] = Component(
-            name=name, pid=process.pid(), port=port, status="running", log=str(log)
-        )
+        self.members[name] = components or (name,)
+        for component in self.members[name]:
+            self.state.components[component] = Component(
+                name=component, pid=process.pid(), port=port, status="running", log=str(log)
+            )
 
     def _child_env(self, database_url: str, nats_url: str) -> dict[str, str]:
         env = dict(os.environ)
@@ -218,21 +226,22 @@ class Supervisor:
         return env
 
     def _wait_services_ready(self, timeout: float) -> None:
-        """A service prints `ready` in its log once subscribed; wait for all of them."""
+        """A service prints `ready` in its process's log once subscribed; wait for all of them."""
         deadline = time.monotonic() + timeout
-        pending = {n for n in self.services if n != "edge"}
+        pending = {(process, name) for process, service in self.services.items() for name in service.hosts
+                   if name != "edge"}
         while pending and time.monotonic() < deadline:
-            for name in list(pending):
-                service = self.services[name]
+            for process, name in sorted(pending):
+                service = self.services[process]
                 log = service.current_output()
                 if f"echo-memory {name}: ready".encode() in log:
-                    pending.discard(name)
-                if service.exit_code() is not None and name in pending:
+                    pending.discard((process, name))
+                elif service.exit_code() is not None:
                     tail = log.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
                     raise StartupError(f"the {name} service exited at start: {tail[0]}")
             time.sleep(0.1)
         if pending:
-            raise StartupError(f"services not ready after {timeout:.0f} s: {', '.join(sorted(pending))}")
+            raise StartupError(f"services not ready after {timeout:.0f} s: {', '.join(sorted(n for _, n in pending))}")
 
     # -- run -----------------------------------------------------------------------------------
     def run_forever(self) -> None:
@@ -281,10 +290,11 @@ class Supervisor:
         if changed:
             self._write()
 
-    def _mark(self, name: str, **fields: object) -> None:
+    def _mark(self, unit: str, **fields: object) -> None:
+        """Update the components `unit` runs (every service of a shared process)."""
         assert self.state is not None
-        component = self.state.components[name]
-        self.state.components[name] = component.model_copy(update=fields)
+        for name in self.members.get(unit, (unit,)):
+            self.state.components[name] = self.state.components[name].model_copy(update=fields)
 
     # -- stop ----------------------------------------------------------------------------------
     def stop(self) -> bool:

@@ -31,10 +31,14 @@ class Restartable(Protocol):
 
 
 class ServiceProcess:
-    """`echo-memory service NAME` as a child process, appending its output to `log_path`."""
+    """`echo-memory service NAME…` as a child process, appending its output to `log_path`.
 
-    def __init__(self, name: str, env: dict[str, str], log_path: Path) -> None:
+    `hosts` are the services it runs (default: the one called `name`).
+    """
+
+    def __init__(self, name: str, env: dict[str, str], log_path: Path, hosts: tuple[str, ...] = ()) -> None:
         self.name = name
+        self.hosts = hosts or (name,)
         self.env = env
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
@@ -48,7 +52,7 @@ class ServiceProcess:
         self._log.flush()
         self.log_offset = self._log.tell()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "libs.cli", "service", self.name],
+            [sys.executable, "-m", "libs.cli", "service", *self.hosts],
             env=self.env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
         )
 

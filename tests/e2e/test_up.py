@@ -75,8 +75,8 @@ def stop(running: Running) -> int:
     return running.process.returncode
 
 
-def cli(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN), *args], env=_env(home), capture_output=True, text=True, timeout=timeout)
+def cli(home: Path, *args: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN), *args], env=_env(home, **env), capture_output=True, text=True, timeout=timeout)
 
 
 async def call(url: str, token: str, tool: str, arguments: dict) -> object:
@@ -125,8 +125,23 @@ def test_status_tells_the_truth_about_every_component(system: Running) -> None:
     assert re.search(r"^  claude-code\s+1 active\s+1 in history, last write ", result.stdout, re.M), result.stdout
 
 
+SERVICE_NAMES = ("writes", "retrieval", "causal", "audit", "reindex", "consolidation")
+
+
+def test_every_service_runs_in_one_process_beside_the_edge_each_as_itself(system: Running) -> None:
+    components = state(system.home)["components"]
+    (pid,) = {components[name]["pid"] for name in SERVICE_NAMES}
+    assert components["edge"]["pid"] != pid
+    assert psutil.Process(pid).cmdline()[-7:] == ["service", *SERVICE_NAMES]
+    log = (system.home / "logs" / "services.log").read_text()
+    assert all(f"echo-memory {name}: ready" in log for name in SERVICE_NAMES), log[-2000:]
+    # Each hosted service has its own bus user: a retrieval subscribed as the writes user would have been refused.
+    nats_log = (system.home / "nats" / "nats.log").read_text()
+    assert "Violation" not in nats_log and "authentication error" not in nats_log.lower(), nats_log[-2000:]
+
+
 def test_one_scrape_url_serves_every_service_and_health_reads_the_store(system: Running) -> None:
-    # Every service is a process of its own here: their metrics reach the edge's /metrics over the bus.
+    # Each service answers scrapes on its own bus connection: their metrics reach the edge's /metrics.
     import httpx2
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -218,18 +233,21 @@ def test_a_configured_port_in_use_is_one_clear_sentence(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_detach_runs_in_the_background_and_down_stops_it() -> None:
+def test_detach_with_a_process_per_service_runs_in_the_background_and_down_stops_it() -> None:
     home = server_dir("detach")
     try:
-        started = cli(home, "up", "--detach", timeout=180)
+        started = cli(home, "up", "--detach", timeout=180, ECHO_MEMORY_SERVICES_IN_ONE_PROCESS="0")
         assert started.returncode == 0, started.stdout + started.stderr
         assert "running in the background" in started.stdout
         supervisor = state(home)["supervisor_pid"]
         assert psutil.pid_exists(supervisor)
+        pids = [state(home)["components"][name]["pid"] for name in (*SERVICE_NAMES, "edge")]
+        assert len(set(pids)) == len(pids)
         assert cli(home, "status").returncode == 0
         stopped = cli(home, "down")
         assert stopped.returncode == 0 and "stopped" in stopped.stdout
         assert not (home / "state.json").exists()
+        assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
         assert cli(home, "status").returncode == 1
     finally:
         cli(home, "down")
