@@ -103,3 +103,140 @@ def test_ids_never_exceed_the_store_limit() -> None:
     assert len(long) <= 200 and long.startswith("vscode-copilot:sha256:")
     assert turn_id("codex", "a", "b") == "codex:a:b"
     assert os.path.basename(long) == long
+
+
+# VS Code Copilot, in the shapes VS Code's own source writes (docs/import.md names the commits read)
+
+def vscode_session(home: Path, entries: list[dict[str, object]], where: str = "workspaceStorage/ws1/chatSessions",
+                   name: str = "s1.jsonl") -> Path:
+    """A session file under `~/.config/Code/User/<where>`: a mutation log (.jsonl) or one object (.json)."""
+    path = home / ".config" / "Code" / "User" / where / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = json.dumps(entries[0]) if path.suffix == ".json" else "".join(json.dumps(e) + "\n" for e in entries)
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def vscode_request(ident: str, text: str, **fields: object) -> dict[str, object]:
+    return {"requestId": ident, "message": {"text": text, "parts": []}, "timestamp": 1763640010000, **fields}
+
+
+def initial(*requests: dict[str, object], session: str = "s1") -> dict[str, object]:
+    return {"kind": 0, "v": {"version": 3, "sessionId": session, "creationDate": 1763640000000, "requests": list(requests)}}
+
+
+def test_vscode_a_push_onto_an_array_the_log_does_not_hold_yet_creates_it(tmp_path: Path) -> None:
+    vscode_session(tmp_path, [
+        initial(vscode_request("r1", "Why is the export slow?")),  # no `response` yet
+        {"kind": 2, "k": ["requests", 0, "response"], "v": [{"value": "It builds the file in memory."}]},
+        {"kind": 1, "k": ["requests", 0, "modelState"], "v": {"value": 1, "completedAt": 1763640015000}},
+    ])
+    [turn] = read_all(tmp_path, "vscode-copilot")
+    assert turn.complete and turn.reply == "It builds the file in memory."
+
+
+def test_vscode_cancelled_and_failed_responses_are_final_pending_and_needs_input_are_not(tmp_path: Path) -> None:
+    done = {"value": 1, "completedAt": 1763640015000}
+    vscode_session(tmp_path, [initial(
+        vscode_request("r1", "first", response=[{"value": "partial"}], modelState={"value": 2, "completedAt": 1}),
+        vscode_request("r2", "second", response=[], result={"errorDetails": {"message": "Rate limited"}},
+                       modelState=done),
+        vscode_request("r3", "third", response=[{"value": "ok"}], modelState={"value": 2, "completedAt": 1}),
+    )])
+    turns = read_all(tmp_path, "vscode-copilot")
+    assert [(t.user, t.complete, t.extra) for t in turns] == [
+        ("first", True, {"aborted": True}), ("second", True, {"failed": True}), ("third", True, {"aborted": True})]
+    for waiting in (0, 4):  # pending; waiting for the user to approve a tool
+        vscode_session(tmp_path, [initial(vscode_request("r1", "go", response=[], modelState={"value": waiting}))])
+        assert [t.complete for t in read_all(tmp_path, "vscode-copilot")] == [False]
+
+
+def test_vscode_a_turn_ends_when_its_model_state_says_it_completed(tmp_path: Path) -> None:
+    vscode_session(tmp_path, [initial(vscode_request(
+        "r1", "go", response=[{"value": "done"}], modelState={"value": 1, "completedAt": 1763640042000}))])
+    [turn] = read_all(tmp_path, "vscode-copilot")
+    assert (turn.started_at, turn.ended_at) == (1763640010.0, 1763640042.0)
+
+
+def test_vscode_the_oldest_json_files_string_message_and_parts_and_no_model_state(tmp_path: Path) -> None:
+    vscode_session(tmp_path, [{"sessionId": "old", "requests": [
+        {"requestId": "r1", "message": "What does retry() do?", "response": ["It retries ", {"value": "with backoff."}]},
+        {"requestId": "r2", "message": "Stop", "response": [{"value": "ok"}], "isCanceled": True},
+    ]}], where="globalStorage/emptyWindowChatSessions", name="old.json")
+    turns = read_all(tmp_path, "vscode-copilot")
+    assert [(t.user, t.reply, t.complete, t.extra) for t in turns] == [
+        ("What does retry() do?", "It retries with backoff.", True, {}), ("Stop", "ok", True, {"aborted": True})]
+
+
+def test_vscode_reply_keeps_inline_references_and_vulnerability_markdown_but_not_thinking(tmp_path: Path) -> None:
+    file_uri = {"$mid": 1, "scheme": "file", "path": "/work/app/src/export.py"}
+    vscode_session(tmp_path, [initial(vscode_request("r1", "where?", modelState={"value": 1, "completedAt": 1}, response=[
+        {"kind": "thinking", "value": "let me look around"},
+        {"value": "See "}, {"kind": "inlineReference", "inlineReference": file_uri},
+        {"value": " and "}, {"kind": "inlineReference", "name": "x",
+                             "inlineReference": {"name": "stream_rows", "kind": 12, "location": {"uri": file_uri}}},
+        {"value": " in "}, {"kind": "inlineReference", "inlineReference": {"uri": file_uri, "range": {}}},
+        {"kind": "markdownVuln", "content": {"value": "; fixed."}, "vulnerabilities": []},
+    ]))])
+    [turn] = read_all(tmp_path, "vscode-copilot")
+    assert turn.reply == "See export.py and `stream_rows` in export.py; fixed."
+
+
+def test_vscode_tool_calls_show_the_command_and_output_never_base64(tmp_path: Path) -> None:
+    terminal = {"kind": "toolInvocationSerialized", "toolId": "run_in_terminal", "toolCallId": "t1", "isComplete": True,
+                "invocationMessage": "Running `pytest`", "pastTenseMessage": "Ran `pytest`",
+                "toolSpecificData": {"kind": "terminal", "language": "sh",
+                                     "commandLine": {"original": "pytest", "userEdited": "pytest -q"},
+                                     "terminalCommandOutput": {"text": "3 passed"}}}
+    mcp = {"kind": "toolInvocationSerialized", "toolId": "mcp_search", "toolCallId": "t2", "isComplete": True,
+           "invocationMessage": {"value": "Searching"}, "pastTenseMessage": None,
+           "resultDetails": {"input": '{"q":"pool"}', "output": [{"type": "embed", "isText": True, "value": "pool=20"},
+                                                               {"type": "embed", "value": "iVBORw0KGgo="}]}}
+    image = {"kind": "toolInvocationSerialized", "toolId": "screenshot", "toolCallId": "t3", "isComplete": True,
+             "invocationMessage": "Taking a screenshot", "pastTenseMessage": "Took a screenshot",
+             "resultDetails": {"output": {"type": "data", "mimeType": "image/png", "base64Data": "iVBORw0KGgo="}}}
+    vscode_session(tmp_path, [initial(vscode_request(
+        "r1", "test it", response=[terminal, mcp, image, {"value": "All good."}], modelState={"value": 1, "completedAt": 1}))])
+    [turn] = read_all(tmp_path, "vscode-copilot")
+    assert [(s.name, s.arguments, s.result, s.call_id) for s in turn.tools] == [
+        ("run_in_terminal", "pytest -q", "Ran `pytest`\n3 passed", "t1"),
+        ("mcp_search", '{"q":"pool"}', "pool=20", "t2"),
+        ("screenshot", "Taking a screenshot", "Took a screenshot", "t3"),
+    ]
+
+
+def test_vscode_sessions_in_per_profile_storage_are_read_and_stale_copies_skipped(tmp_path: Path) -> None:
+    repo = tmp_path / "work" / "app"
+    (repo / ".git").mkdir(parents=True)
+    user = tmp_path / ".config" / "Code" / "User"
+    for ws in ("ws1", "ws2"):
+        (user / "workspaceStorage" / ws).mkdir(parents=True)
+        (user / "workspaceStorage" / ws / "workspace.json").write_text(json.dumps({"folder": repo.as_uri()}))
+    done = {"value": 1, "completedAt": 1}
+    copied = [initial(vscode_request("r1", "copied", response=[{"value": "a"}], modelState=done))]
+    moved = [initial(vscode_request("r1", "copied", response=[{"value": "a"}], modelState=done), session="s2")]
+    # VS Code copies a session to its new place and leaves the original: the copy written last is read
+    os.utime(vscode_session(tmp_path, copied), (1_000, 1_000))
+    vscode_session(tmp_path, copied + [{"kind": 2, "k": ["requests"], "v": [vscode_request("r2", "later")]}],
+                   where="globalStorage/chatSessions/ws1")
+    os.utime(vscode_session(tmp_path, moved, where="workspaceStorage/ws2/chatSessions", name="s2.jsonl"), (1_000, 1_000))
+    vscode_session(tmp_path, moved + [{"kind": 2, "k": ["requests"], "v": [vscode_request("r2", "moved on")]}],
+                   where="workspaceStorage/ws1/chatSessions", name="s2.jsonl")
+    vscode_session(tmp_path, [initial(vscode_request("r3", "profile", response=[{"value": "c"}], modelState=done),
+                                      session="s3")],
+                   where="profiles/p1/globalStorage/chatSessions/ws1", name="s3.jsonl")
+    turns = read_all(tmp_path, "vscode-copilot")
+    assert sorted((t.user, t.cwd, t.complete) for t in turns) == [
+        ("copied", str(repo), True), ("copied", str(repo), True), ("later", str(repo), False),
+        ("moved on", str(repo), False), ("profile", str(repo), True)]
+    paths = sorted(str(c.handle[0]).split("/User/")[1] for c in build_source("vscode-copilot", tmp_path, {}).conversations())
+    assert paths == ["globalStorage/chatSessions/ws1/s1.jsonl", "profiles/p1/globalStorage/chatSessions/ws1/s3.jsonl",
+                     "workspaceStorage/ws1/chatSessions/s2.jsonl"]
+
+
+def test_vscode_a_windows_folder_uri_becomes_a_drive_path(tmp_path: Path) -> None:
+    vscode_session(tmp_path, [initial(vscode_request("r1", "go", response=[{"value": "ok"}], modelState={"value": 1}))])
+    (tmp_path / ".config/Code/User/workspaceStorage/ws1/workspace.json").write_text(
+        json.dumps({"folder": "file:///c%3A/Users/me/my%20app"}))
+    [turn] = read_all(tmp_path, "vscode-copilot")
+    assert turn.cwd == "c:/Users/me/my app"
