@@ -13,6 +13,7 @@ and the loop is reported in `cycles`.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -144,7 +145,8 @@ async def _resolve_topic(
     if not base["scope_ids"]:
         return [], "none"
     with db_span("causal_dense_topic", org=caller.org):
-        await cur.execute(q.DENSE_HITS, {**base, "embedding": embedder.embed_one(topic), "limit": DENSE_HITS})
+        vector = await asyncio.to_thread(embedder.embed_one, topic)  # the process may host other services
+        await cur.execute(q.DENSE_HITS, {**base, "embedding": vector, "limit": DENSE_HITS})
         rows = [r for r in await cur.fetchall() if float(r["score"]) >= DENSE_FLOOR]
     matched = []
     for r in rows:

@@ -19,7 +19,7 @@ from libs.contracts.reindex import (
     ReindexInput,
     ReindexResult,
 )
-from libs.embed import MiniLM
+from libs.embed import MiniLM, embed_across_cores
 from libs.store import embedding_models
 from libs.store.access import resolve_scope
 from libs.store.lexical import rebuild_scope_statistics
@@ -72,7 +72,7 @@ async def reindex(
         await conn.execute(q.PAGE_EMBEDDED, {**params, "after_t": after_t, "after_id": after_id, "limit": args.limit})
     ).fetchall()
     if page:
-        vectors = embedder.embed([str(r[2]) for r in page])
+        vectors = await embed_across_cores(embedder, [str(r[2]) for r in page])  # off the event loop
         async with conn.cursor() as cur:
             for (table, ident, _), vector in zip(page, vectors, strict=True):
                 await cur.execute(q.UPDATE_EMBEDDING[table], {**params, "id": ident, "embedding": vector})

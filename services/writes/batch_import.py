@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 from libs.contracts.bus import Caller
 from libs.contracts.errors import InvalidArgument
 from libs.contracts.imports import RESERVED_METADATA_KEY, EpisodeIn, ImportEpisodesInput, ImportEpisodesResult
-from libs.embed import MiniLM, count_tokens
+from libs.embed import MiniLM, count_tokens, embed_across_cores
 from libs.secrets import find_secret
 from libs.store import embedding_models
 from libs.store.access import resolve_scope
@@ -106,7 +106,6 @@ async def import_episodes(
             if kind:
                 raise InvalidArgument(f"episode {index} ({where}) contains {kind}; secrets are never stored")
     scope = await resolve_scope(conn, caller, args.scope, "write")
-    await conn.execute(SCOPE_WRITE_LOCK, (scope.id,))
     pairs = list(dict.fromkeys((e.source, e.external_id) for e in args.episodes
                                if e.source is not None and e.external_id is not None))
     stored = await _stored_pairs(conn, pairs)
@@ -125,8 +124,11 @@ async def import_episodes(
                 claimed[pair] = ident
             ids.append(ident)
             fresh.append((ident, e))
+    # Embedding takes seconds for a full batch: done off the event loop, across the cores, and before
+    # the scope's write lock, so other writers of the scope do not queue behind it.
+    vectors = await embed_across_cores(embedder, [e.content for _, e in fresh], batch_size=EMBED_BATCH)
+    await conn.execute(SCOPE_WRITE_LOCK, (scope.id,))
     if fresh:
-        vectors = embedder.embed([e.content for _, e in fresh], batch_size=EMBED_BATCH)
         rows = [
             {"id": ident, "scope_id": scope.id, "kind": e.kind, "agent_id": caller.agent_id, "tool": caller.tool,
              "project": e.project, "session_id": e.session_id, "speaker": e.speaker, "content": e.content,

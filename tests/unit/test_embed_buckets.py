@@ -39,3 +39,32 @@ def test_mixed_lengths_embed_like_single_texts_in_input_order(embedder: MiniLM) 
     # and each row belongs to its own text: no row matches another text better
     similarity = together @ alone.T
     assert list(similarity.argmax(axis=1)) == [0, 1, 2, 3]
+
+
+async def test_embedding_across_cores_gives_the_same_vectors_in_order_and_leaves_the_loop_free(
+    embedder: MiniLM,
+) -> None:
+    import asyncio
+
+    from libs.embed import embed_across_cores
+
+    texts = [f"Turn {i}: the deploy of service {i % 7} waited on migration {i} before it went out." for i in range(200)]
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        parallel = await embed_across_cores(embedder, texts, batch_size=32, threads=3)
+    finally:
+        ticker.cancel()
+    assert parallel.shape == (200, 384)
+    np.testing.assert_allclose(parallel, embedder.embed(texts, batch_size=32), atol=1e-5)
+    assert ticks >= 5  # the event loop kept running while the vectors were computed
+    assert (await embed_across_cores(embedder, [])).shape == (0, 384)
+    np.testing.assert_allclose((await embed_across_cores(embedder, texts[:3]))[2], embedder.embed_one(texts[2]),
+                               atol=1e-5)
