@@ -7,7 +7,8 @@ what a laptop user gets. For each store size and each concurrency level C it run
 (and, separately, C bus callers) side by side, each asking questions back to back, and reports:
 - throughput (queries/s over the level's wall time) and p50/p95 latency per level;
 - CPU seconds per query by process (Postgres, nats-server, the services, the edge), from the
-  processes' own CPU counters before and after the level;
+  processes' own CPU counters before and after the level, and the askers' own CPU (they run in this
+  process on the same cores, so "cores busy with clients" is how much of the machine the level used);
 - write p50/p95 over the bus (one one-fact write at a time);
 - the proportional set size (PSS) of every process of the system at 1k facts, and its peak.
 Figures only: nothing here is asserted.
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import psycopg
 
 from libs.eval import synthetic
 from libs.eval.metrics import latency_stats
@@ -66,6 +68,20 @@ class System:
         if state is None:
             raise RuntimeError("the throw-away system wrote no state.json")
         return state
+
+    def analyze(self) -> None:
+        """VACUUM ANALYZE the memory tables, as autovacuum does within a minute or so of a large load.
+
+        Until then the planner works from the empty tables' statistics, and a level measured in that
+        window pays for plans it would not use a minute later.
+        """
+        from libs.eval.bulk import VACUUM
+        from libs.supervisor.postgres import EmbeddedPostgres
+
+        url = EmbeddedPostgres(self.home / "postgres", self.state().pg_port or 0).url()
+        with psycopg.connect(url, autocommit=True) as conn:
+            for statement in VACUUM:
+                conn.execute(statement)
 
     def processes(self) -> dict[str, list[psutil.Process]]:
         """Each process's tree (Postgres with its backends), plus the supervisor, by the components it runs.
@@ -160,8 +176,8 @@ async def _load(call: AdminCall, source: synthetic.FactSource, count: int) -> No
 
 Asker = Callable[[str], Awaitable[None]]
 
-# After a load, Postgres works on its own for a while (autovacuum and analyze of the new rows): the
-# first level measured would pay for it. Each size waits until Postgres is this idle, or gives up.
+# After a load (and its VACUUM ANALYZE), each size waits until Postgres is this idle, or gives up, so no
+# level pays for background work that belongs to the load.
 IDLE_CPU_SHARE = 0.05
 SETTLE_MAX_SECONDS = 120.0
 
@@ -238,20 +254,31 @@ async def _level(
                 continue
             latencies.append((time.perf_counter() - started) * 1000)
 
-    before = system.cpu()
+    before, clients_before = system.cpu(), _own_cpu()
     started = time.perf_counter()
     await asyncio.gather(*(worker(a) for a in askers))
     wall = time.perf_counter() - started
-    after = system.cpu()
+    after, clients_after = system.cpu(), _own_cpu()
     await close()
     done = max(len(latencies), 1)
     cpu = {name: round((after.get(name, 0.0) - before.get(name, 0.0)) * 1000 / done, 2) for name in after}
+    system_cores = (sum(after.values()) - sum(before.values())) / wall if wall else 0.0
+    client_cores = (clients_after - clients_before) / wall if wall else 0.0
     return {
         "clients": clients, "queries": len(latencies), "failed": failures, "wall_s": round(wall, 2),
         "qps": round(len(latencies) / wall, 1), **latency_stats(latencies),
         "cpu_ms_per_query": {"total": round(sum(cpu.values()), 2), **cpu},
-        "cores_busy": round(sum(after.values()) - sum(before.values()), 2) / wall if wall else 0.0,
+        "client_cpu_ms_per_query": round((clients_after - clients_before) * 1000 / done, 2),
+        "cores_busy": round(system_cores, 2),
+        # The askers run in this process on the same cores: with them, how much of the machine was used.
+        "cores_busy_with_clients": round(system_cores + client_cores, 2),
     }
+
+
+def _own_cpu() -> float:
+    """CPU seconds this benchmark process (the askers: MCP sessions or bus callers) has used."""
+    times = psutil.Process().cpu_times()
+    return float(times.user + times.system)
 
 
 async def run_concurrency(levels: list[int], sizes: list[int], queries: int, writes: int) -> dict[str, Any]:
@@ -267,6 +294,7 @@ async def run_concurrency(levels: list[int], sizes: list[int], queries: int, wri
             asked = synthetic.questions(queries, seed=11 + size)
             for question in asked[:5]:  # warm caches and the model before measuring
                 await call("retrieval", "query_memory", {"query": question, "scope": SCOPE})
+            await asyncio.to_thread(system.analyze)
             report.setdefault("settled_s", {})[str(size)] = await _settle(system)
             pss = system.pss_mb()
             peak = {k: max(v, peak.get(k, 0.0)) for k, v in pss.items()}
@@ -304,7 +332,7 @@ def render(report: dict[str, Any]) -> str:
         lines.append("waited for Postgres to settle after each load: "
                      + ", ".join(f"{size} facts {seconds} s" for size, seconds in settled.items()))
     lines.append(f"{'size':>7} {'path':<5} {'C':>3} {'q/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'cores':>6} "
-                 f"{'CPU ms/q':>9}  failed  CPU by component (ms/q)")
+                 f"{'+clients':>8} {'CPU ms/q':>9}  failed  CPU by component (ms/q)")
     for row in report["sizes"]:
         for path in ("edge", "bus"):
             for level in row[path]:
@@ -313,7 +341,8 @@ def render(report: dict[str, Any]) -> str:
                                   if k != "total" and v >= 0.05)
                 lines.append(
                     f"{row['size']:>7} {path:<5} {level['clients']:>3} {level['qps']:>7} {level['p50']:>8} "
-                    f"{level['p95']:>8} {level['cores_busy']:>6.2f} {cpu['total']:>9}  {level['failed']:>6}  {parts}"
+                    f"{level['p95']:>8} {level['cores_busy']:>6.2f} {level['cores_busy_with_clients']:>8.2f} "
+                    f"{cpu['total']:>9}  {level['failed']:>6}  {parts}"
                 )
         lines.append(f"{row['size']:>7} write over the bus: p50 {row['write_bus']['p50']} ms, "
                      f"p95 {row['write_bus']['p95']} ms (n={row['write_bus']['n']})")
