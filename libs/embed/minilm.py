@@ -120,11 +120,13 @@ async def embed_across_cores(embedder: MiniLM, texts: list[str], *, batch_size: 
     and never blocks the event loop. Fewer than two batches' worth of texts are one part. When a
     part fails or the caller is cancelled, this returns only after every part has stopped.
     """
+    if not texts:
+        return np.zeros((0, DIM), dtype=np.float32)
     wanted = threads or min(4, os.cpu_count() or 1)
     parts = max(1, min(wanted, len(texts) // batch_size))
-    size = -(-len(texts) // parts) if texts else 1
+    size = -(-len(texts) // parts)
     jobs = [asyncio.create_task(asyncio.to_thread(embedder.embed, texts[i:i + size], batch_size))
-            for i in range(0, max(len(texts), 1), size)]
+            for i in range(0, len(texts), size)]
     try:
         return np.concatenate(await asyncio.gather(*jobs))
     finally:

@@ -24,13 +24,13 @@ from libs.config import Settings
 from libs.orgs import register_org
 from libs.service.registry import process_groups
 from libs.store.schema import apply_migrations
-from libs.supervisor.bus_auth import credentials_file, ensure_credentials, server_config, write_server_config
+from libs.supervisor.bus_auth import RUN_DIR, credentials_file, ensure_credentials, server_config, write_server_config
 from libs.supervisor.leftovers import stop_leftovers
 from libs.supervisor.nats import NatsError, NatsServer
 from libs.supervisor.ports import free_port, port_in_use, wait_for_port
 from libs.supervisor.postgres import EmbeddedPostgres, PostgresError
 from libs.supervisor.state import Component, State, read_state, state_path, write_state
-from libs.supervisor.units import ServiceProcess, Unit
+from libs.supervisor.units import Restartable, ServiceProcess, Unit
 
 LOCK_FILE = "supervisor.lock"
 # Each component's last port (when none is configured), reused while free: the client line
@@ -104,7 +104,6 @@ class Supervisor:
         self.durable = durable
         self.units: dict[str, Unit] = {}
         self.services: dict[str, ServiceProcess] = {}  # by process: "services" hosts several, "edge" one
-        self.members: dict[str, tuple[str, ...]] = {}  # each unit's components (a shared process has several)
         self.pg: EmbeddedPostgres | None = None
         self.nats: NatsServer | None = None
         self.state: State | None = None
@@ -186,14 +185,13 @@ class Supervisor:
             if hosts == (name,):
                 service_env["ECHO_MEMORY_NATS_CREDENTIALS"] = str(credentials_file(self.home, name))
             else:  # each hosted service connects as its own user, from its own file in this directory
-                service_env["ECHO_MEMORY_NATS_CREDENTIALS_DIR"] = str(credentials_file(self.home, name).parent)
+                service_env["ECHO_MEMORY_NATS_CREDENTIALS_DIR"] = str(self.home / RUN_DIR)
             if name == "edge":
                 service_env["ECHO_MEMORY_EDGE_PORT"] = str(edge_port)
             service = ServiceProcess(name, service_env, self.home / "logs" / f"{name}.log", hosts=hosts)
             service.launch()
             self.services[name] = service
-            self._watch(name, service, port=edge_port if name == "edge" else None, log=service.log_path,
-                        components=hosts)
+            self._watch(name, service, port=edge_port if name == "edge" else None, log=service.log_path)
         self.state.edge_url = f"http://127.0.0.1:{edge_port}/mcp"
         self._write()
         if not wait_for_port(edge_port, timeout=EDGE_START_TIMEOUT):
@@ -204,11 +202,10 @@ class Supervisor:
         return self.state
 
     def _watch(self, name: str, process: ServiceProcess | NatsServer | EmbeddedPostgres, *, port: int | None,
-               log: Path, components: tuple[str, ...] | None = None) -> None:
+               log: Path) -> None:
         assert self.state is not None
         self.units[name] = Unit(name=name, process=process)
-        self.members[name] = components or (name,)
-        for component in self.members[name]:
+        for component in self._components(name, process):
             self.state.components[component] = Component(
                 name=component, pid=process.pid(), port=port, status="running", log=str(log)
             )
@@ -290,10 +287,15 @@ class Supervisor:
         if changed:
             self._write()
 
+    @staticmethod
+    def _components(unit: str, process: Restartable) -> tuple[str, ...]:
+        """What `unit` runs: the services a service process hosts, else the unit itself (Postgres, NATS)."""
+        return process.hosts if isinstance(process, ServiceProcess) else (unit,)
+
     def _mark(self, unit: str, **fields: object) -> None:
         """Update the components `unit` runs (every service of a shared process)."""
         assert self.state is not None
-        for name in self.members.get(unit, (unit,)):
+        for name in self._components(unit, self.units[unit].process):
             self.state.components[name] = self.state.components[name].model_copy(update=fields)
 
     # -- stop ----------------------------------------------------------------------------------

@@ -169,7 +169,7 @@ def test_vscode_the_oldest_json_files_string_message_and_parts_and_no_model_stat
 
 
 def test_vscode_reply_keeps_inline_references_and_vulnerability_markdown_but_not_thinking(tmp_path: Path) -> None:
-    file_uri = {"$mid": 1, "scheme": "file", "path": "/work/app/src/export.py"}
+    file_uri = {"$mid": 1, "scheme": "file", "path": "/projects/app/src/export.py"}
     vscode_session(tmp_path, [initial(vscode_request("r1", "where?", modelState={"value": 1, "completedAt": 1}, response=[
         {"kind": "thinking", "value": "let me look around"},
         {"value": "See "}, {"kind": "inlineReference", "inlineReference": file_uri},
