@@ -177,12 +177,11 @@ def spans() -> InMemorySpanExporter:
     return _SPANS
 
 
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
+from libs.telemetry import export_spans_to, setup_tracing  # noqa: E402
+
 _SPANS = InMemorySpanExporter()
-_provider = TracerProvider()
-_provider.add_span_processor(SimpleSpanProcessor(_SPANS))
-trace.set_tracer_provider(_provider)
+export_spans_to(SimpleSpanProcessor(_SPANS))
+setup_tracing("tests")  # the test process's own spans (the MCP client, the in-process edge)

@@ -8,6 +8,7 @@ from typing import Any
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsUserPassword
 from nats.aio.client import Client as NATS
+from opentelemetry.trace import TracerProvider
 
 from libs.bus.auth import NatsCredentials
 from libs.telemetry import bus_middleware
@@ -19,9 +20,12 @@ BOUNDED_RECONNECT_WAIT_SECONDS = 0.5
 
 
 def make_broker(
-    nats_url: str, *, credentials: NatsCredentials | None = None, reconnect_forever: bool = True
+    nats_url: str, *, credentials: NatsCredentials | None = None, reconnect_forever: bool = True,
+    tracing: TracerProvider | None = None,
 ) -> NatsBroker:
     """A broker for `nats_url`, not yet connected, authenticating with `credentials` when given.
+
+    Its message spans come from `tracing` (a service's own provider), else the process's global one.
 
     Services and the edge keep the default: they retry connecting and reconnecting without limit,
     since NATS coming back later is their normal case. `reconnect_forever=False` is for a command
@@ -36,9 +40,9 @@ def make_broker(
             "inbox_prefix": credentials.inbox_prefix,
         }
     if reconnect_forever:
-        return NatsBroker(nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=-1, **auth)
+        return NatsBroker(nats_url, middlewares=[bus_middleware(tracing)], logger=None, max_reconnect_attempts=-1, **auth)
     return NatsBroker(
-        nats_url, middlewares=[bus_middleware()], logger=None, max_reconnect_attempts=1, **auth,
+        nats_url, middlewares=[bus_middleware(tracing)], logger=None, max_reconnect_attempts=1, **auth,
         connect_timeout=BOUNDED_CONNECT_SECONDS,
         reconnect_time_wait=BOUNDED_RECONNECT_WAIT_SECONDS,  # type: ignore[arg-type]
     )

@@ -26,7 +26,7 @@ from libs.contracts.subjects import queue_group, subscribe_pattern
 from libs.contracts.verbs import Verb, verb, verbs_of
 from libs.service.context import RequestContext, ServiceContext
 from libs.service.errors import as_echo_error
-from libs.telemetry import steps
+from libs.telemetry import serving_as, steps, tracer_provider
 
 Handler = Callable[[RequestContext, Any], Awaitable[BaseModel]]
 StoreFunction = Callable[[psycopg.AsyncConnection, Caller, Any], Awaitable[BaseModel]]
@@ -88,8 +88,11 @@ def check_routes(service: str, routes: list[Route]) -> None:
 
 
 def _subscriber(ctx: ServiceContext, spec: Verb, route: Route) -> Callable[..., Awaitable[bytes]]:
+    tracing = tracer_provider(ctx.name)
+
     async def subscriber(request: Request, org: str = SubjectParam()) -> bytes:
-        reply = await answer(ctx, spec, route, org, request)
+        with serving_as(tracing):  # SQL spans name this service, also in a process hosting several
+            reply = await answer(ctx, spec, route, org, request)
         return encode_reply(reply, _max_payload(ctx), ctx.name, spec.name)
 
     subscriber.__name__ = f"on_{spec.name}"

@@ -26,7 +26,7 @@ from libs.service.health import Health
 from libs.service.routes import Route, build_router
 from libs.store.pool import OrgDatabases
 from libs.store.schema import check_version, schema_version
-from libs.telemetry import setup_tracing
+from libs.telemetry import setup_tracing, tracer_provider
 from libs.telemetry.metrics import METRICS_SUBJECT
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ async def start_service(
         return await lookup_org(nc, org)
 
     default_url = settings.database_url.get_secret_value() if settings.database_url else None
-    broker = make_broker(settings.nats_url or "", credentials=credentials)
+    broker = make_broker(settings.nats_url or "", credentials=credentials, tracing=tracer_provider(name))
     ctx = ServiceContext(
         name=name,
         settings=settings,

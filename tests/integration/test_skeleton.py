@@ -128,3 +128,23 @@ async def test_one_trace_links_edge_bus_service_and_sql(stack: EchoStack, spans)
     assert any(n.endswith("writes.write_episode create") or n.endswith("write_episode publish") for n in names), names
     assert any("write_episode process" in n for n in names), names
     assert any(n == "db insert_fact" for n in names), names
+
+
+async def test_each_service_names_itself_in_its_spans(stack: EchoStack, spans) -> None:  # type: ignore[no-untyped-def]
+    """The stack hosts every service in this one process, as `up` does: each span still names its own."""
+    async with stack.client(stack.issue_token("claude-code")) as client:
+        assert not (await client.call_tool("write_episode", FACT)).is_error
+        spans.clear()
+        assert not (await client.call_tool("write_episode", FACT)).is_error
+        assert not (await client.call_tool("query_memory", {"query": "payments"})).is_error
+    finished = spans.get_finished_spans()
+
+    def services(fragment: str) -> set[str]:
+        return {str(s.resource.attributes["service.name"]) for s in finished if fragment in s.name}
+
+    assert services("write_episode process") == {"echo-memory-writes"}
+    assert services("query_memory process") == {"echo-memory-retrieval"}
+    sql = {s.name: str(s.resource.attributes["service.name"]) for s in finished if s.name.startswith("db ")}
+    assert sql, [s.name for s in finished]
+    assert set(sql.values()) <= {"echo-memory-writes", "echo-memory-retrieval"}, sql
+    assert "echo-memory-writes" in set(sql.values()) and "echo-memory-retrieval" in set(sql.values()), sql
