@@ -58,6 +58,31 @@ class FusionWeights(BaseModel):
     neighbour: float = Field(0.15, description="share of an adjacent turn's fused score added to a turn")
 
 
+class QualityGates(BaseModel):
+    """What query_memory leaves out of a search's ranking before it answers (0 switches a gate off).
+
+    Measured with `python -m lab gates` on every dataset, gates on against off in one run
+    (docs/BENCHMARKS.md, "Quality gates"). Only the search path is gated: `about` and `digest`
+    answer exact look-ups.
+    """
+
+    nothing_below: float = Field(
+        0.2, ge=0, le=1,
+        description="best cosine below which, with no item found by words or entities, the answer is "
+        "'nothing relevant' (all-MiniLM-L6-v2: agent-facts' own queries score 0.25-0.78, off-topic ones 0.12-0.28)",
+    )
+    far_below: float = Field(
+        0.5, ge=0, le=1,
+        description="an item found by the dense channel alone is left out when its cosine is below this share "
+        "of the best item's cosine",
+    )
+    near_duplicate: float = Field(
+        0.9, ge=0, le=1,
+        description="word-set Jaccard similarity at or above which an item repeats a better-ranked one and is "
+        "left out",
+    )
+
+
 class RetrievalSettings(BaseModel):
     """How query_memory searches and fuses; read once when the retrieval service starts."""
 
@@ -77,3 +102,4 @@ class RetrievalSettings(BaseModel):
         ("dense", "lexical", "graph", "neighbour"), description="channels switched on (ablation)"
     )
     fusion: FusionWeights = Field(default_factory=FusionWeights)
+    gates: QualityGates = Field(default_factory=QualityGates)

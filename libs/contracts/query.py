@@ -52,7 +52,9 @@ class QueryMemoryResult(BaseModel):
     total_tokens: int
     scopes: list[str]
     note: str | None = Field(
-        None, description="why the result is empty or cut, and when the lexical channel fell back to ts_rank"
+        None, description="why the result is empty or cut (including 'nothing relevant'), what the quality "
+        "gates left out (filler far below the best match, near-duplicates), and when the lexical channel fell "
+        "back to ts_rank"
     )
     lexical: Literal["bm25", "ts_rank"] | None = Field(
         None, description="how the lexical channel ranked: BM25 from statistics, or the ts_rank fallback"

@@ -30,6 +30,7 @@ from libs.telemetry import db_span, steps
 from services.retrieval import channels as ch
 from services.retrieval import queries as q
 from services.retrieval.fusion import channels_of, fuse
+from services.retrieval.gates import GateOutcome, Ranked, apply_gates
 
 # Opens a second, read-only connection to the same org database (see `_candidates`).
 SideConnection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
@@ -46,8 +47,11 @@ async def query_memory(
     """Ranked facts (and evidence) for the query.
 
     Returns an empty `results` list with a `note` saying why (unknown `about` name, unconnected
-    pair, nothing visible in the scope at `as_of`). Raises InvalidArgument for a missing query
-    or bad `about`; ScopeDenied/NotFound for scopes the token may not read or that do not exist.
+    pair, nothing visible in the scope at `as_of`, nothing relevant: no item shares a word or
+    entity with the query and the closest is far from it). A search leaves out filler far below
+    its best match and near-duplicates of better-ranked items, and its `note` counts them.
+    Raises InvalidArgument for a missing query or bad `about`; ScopeDenied/NotFound for scopes
+    the token may not read or that do not exist.
     `side`, when given, opens a second connection so two groups of channels run at once; the
     read log is always written on `conn`, in the request's transaction.
     """
@@ -70,6 +74,7 @@ async def query_memory(
         at = as_of if as_of is not None else datetime.now(tz=UTC)
         params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query}
         note: str | None = None
+        gate_note: str | None = None
         lexical_note: str | None = None
         model_note: str | None = None
         ranked: list[tuple[dict[str, Any], str, list[str]]] = []  # (row with score, kind, matched)
@@ -85,9 +90,13 @@ async def query_memory(
                     ranked = [(r, "fact", ["digest"]) for r in await cur.fetchall()]
         elif scope_ids and embedding_job is not None:
             searched = True
-            ranked, lexical_note, model_note = await _search(
+            ranked, gated, lexical_note, model_note = await _search(
                 conn, caller, args, settings, params, embedding_job, side, embedder.name
             )
+            if gated.nothing_relevant:
+                note = gated.note()
+            else:
+                gate_note = gated.note()
     finally:
         if embedding_job is not None:
             await settle(embedding_job)
@@ -100,7 +109,7 @@ async def query_memory(
         note = _empty_note(scopes, args)
     if cut:
         note = f"stopped at {total} tokens (max_tokens={args.max_tokens}); {cut} more results were left out"
-    for extra in (lexical_note, model_note):
+    for extra in (gate_note, lexical_note, model_note):
         if extra:
             note = f"{note}; {extra}" if note else extra
     with steps.step("read_log"):
@@ -120,23 +129,30 @@ async def _search(
     embedding_job: asyncio.Task[np.ndarray],
     side: SideConnection | None,
     model: str,
-) -> tuple[list[tuple[dict[str, Any], str, list[str]]], str | None, str | None]:
-    """Run every switched-on channel, fuse, and hydrate the top_k rows.
+) -> tuple[list[Ranked], GateOutcome, str | None, str | None]:
+    """Run every switched-on channel, fuse, hydrate, and keep the top_k rows that pass the gates.
 
-    Returns the ranked rows, the lexical fallback note and the embedding-model note (scopes whose
-    vectors another model made), each None when there is nothing to say.
+    Returns the ranked rows, what the quality gates left out, the lexical fallback note and the
+    embedding-model note (scopes whose vectors another model made), each None when there is
+    nothing to say.
     """
     on = set(settings.channels)
     pool, fallbacks, model_note = await _candidates(conn, caller, args, settings, params, embedding_job, side, model)
     with steps.step("fusion"):
-        fused = fuse(pool, settings.fusion, on)[: args.top_k]
+        fused = fuse(pool, settings.fusion, on)[: gate_depth(args.top_k)]
     with steps.step("hydrate"):
         rows = await _hydrate(conn, params["scope_ids"], fused)
     ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
+    kept, gated = apply_gates(ranked, settings.gates, args.top_k)
     lexical_note = (
         "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
     )
-    return ranked, lexical_note, model_note
+    return kept, gated, lexical_note, model_note
+
+
+def gate_depth(top_k: int) -> int:
+    """How deep the fused ranking is hydrated, so items the gates leave out are back-filled."""
+    return top_k + max(10, top_k)
 
 
 async def _candidates(

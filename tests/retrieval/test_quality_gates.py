@@ -1,0 +1,94 @@
+"""Quality gates (services/retrieval/gates.py): filler far below the best match, near-duplicates
+and an honest "nothing relevant" are left out of a search's answer, and the note counts them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from libs.config.retrieval import QualityGates
+from libs.testing import EchoStack
+from services.retrieval.gates import Ranked, apply_gates
+
+OFF = QualityGates(nothing_below=0, far_below=0, near_duplicate=0)
+
+
+def _item(item_id: str, cos: float, text: str, *matched: str) -> Ranked:
+    return ({"id": item_id, "score": cos, "text": text}, "fact", list(matched or ("dense",)))
+
+
+def _ids(kept: list[Ranked]) -> list[str]:
+    return [row["id"] for row, _, _ in kept]
+
+
+def test_filler_found_by_meaning_alone_far_below_the_best_is_left_out_and_back_filled() -> None:
+    ranked = [
+        _item("best", 0.60, "billing uses razorpay"),
+        _item("filler", 0.20, "the office plant needs water"),
+        _item("word match", 0.10, "razorpay webhook secret rotation", "lexical"),
+        _item("close", 0.45, "payments go through one provider"),
+    ]
+    kept, outcome = apply_gates(ranked, QualityGates(), top_k=3)
+    assert _ids(kept) == ["best", "word match", "close"]  # a word match stays, however low its cosine
+    assert outcome.far_below == 1 and not outcome.nothing_relevant
+    assert outcome.note() == "left out 1 far below the best match"
+    assert _ids(apply_gates(ranked, OFF, top_k=3)[0]) == ["best", "filler", "word match"]
+
+
+def test_a_near_duplicate_of_a_better_ranked_item_is_left_out() -> None:
+    ranked = [
+        _item("first", 0.50, "Deploys run on Fridays after the release review."),
+        _item("again", 0.49, "deploys run on fridays, after the release review"),
+        _item("other", 0.40, "Release reviews happen on Thursdays."),
+    ]
+    kept, outcome = apply_gates(ranked, QualityGates(), top_k=10)
+    assert _ids(kept) == ["first", "other"]
+    assert outcome.near_duplicates == 1
+    assert outcome.note() == "left out 1 repeating a better-ranked result"
+
+
+def test_nothing_relevant_when_nothing_matches_a_word_or_entity_and_the_best_is_far() -> None:
+    far = [_item("a", 0.15, "billing uses razorpay"), _item("b", 0.12, "deploys run on fridays")]
+    kept, outcome = apply_gates(far, QualityGates(), top_k=10)
+    assert kept == [] and outcome.nothing_relevant
+    assert outcome.note() is not None and outcome.note().startswith("nothing relevant")  # type: ignore[union-attr]
+    # The same cosines with one word match, or with the gate off, are an answer.
+    with_word = [*far, _item("c", 0.05, "razorpay", "lexical")]
+    assert _ids(apply_gates(with_word, QualityGates(), top_k=10)[0]) == ["a", "b", "c"]
+    assert _ids(apply_gates(far, QualityGates(nothing_below=0), top_k=10)[0]) == ["a", "b"]
+
+
+def test_an_empty_ranking_leaves_nothing_out() -> None:
+    kept, outcome = apply_gates([], QualityGates(), top_k=10)
+    assert kept == [] and outcome.note() is None and not outcome.nothing_relevant
+
+
+async def _query(stack: EchoStack, query: str, **extra: Any) -> dict[str, Any]:
+    return await stack.admin_call("retrieval", "query_memory", {"query": query, **extra})
+
+
+async def test_query_memory_answers_nothing_relevant_for_an_off_topic_question(stack: EchoStack) -> None:
+    turns = ["The billing service charges cards through Razorpay.", "Deploys of the API run on Fridays."]
+    await stack.admin_call("writes", "import_episodes",
+                           {"episodes": [{"content": t, "session_id": "ops", "seq": i} for i, t in enumerate(turns)]})
+
+    answer = await _query(stack, "banana bread baking temperature")
+
+    assert answer["results"] == [], answer["results"]
+    assert answer["note"].startswith("nothing relevant"), answer["note"]
+    assert (await _query(stack, "which provider charges cards"))["results"][0]["text"] == turns[0]
+
+
+async def test_query_memory_returns_one_of_two_repeated_turns_and_says_so(stack: EchoStack) -> None:
+    said = "We agreed that deploys of the API run on Fridays after the release review."
+    episodes = [
+        {"content": said, "session_id": "monday", "seq": 0},
+        {"content": said.lower(), "session_id": "tuesday", "seq": 0},
+        {"content": "Release reviews happen on Thursdays with the whole team.", "session_id": "tuesday", "seq": 1},
+    ]
+    await stack.admin_call("writes", "import_episodes", {"episodes": episodes})
+
+    answer = await _query(stack, "when do API deploys run")
+
+    texts = [item["text"].lower() for item in answer["results"]]
+    assert texts.count(said.lower()) == 1, texts
+    assert "1 repeating a better-ranked result" in answer["note"], answer["note"]
