@@ -6,7 +6,8 @@ IDE: SQLite `<Cursor user dir>/globalStorage/state.vscdb` (Linux `~/.config/Curs
 `{bubbleId, type}`; older versions embed the bubbles as `conversation`, their `bubbleId:` rows
 holding what was added later), `bubbleId:<composer>:<bubble>` one message (`type` 1 = user,
 2 = assistant; `text`, or only `richText`, the editor's JSON; `toolFormerData` {name, rawArgs,
-result, status}; `createdAt`, in older bubbles only `timingInfo`). The folder of a conversation:
+result, status}, in the oldest composers (`_v` < 3) under the composer's `capabilities[].data.bubbleDataMap`
+by bubble id instead; `createdAt`, in older bubbles only `timingInfo`). The folder of a conversation:
 `workspaceIdentifier.uri` in the composer (Cursor 3.12 on), else the workspace whose own
 `workspaceStorage/<id>/state.vscdb` lists the composer (`composer.composerData`, the chat panes),
 named by that directory's `workspace.json`. Agent transcripts:
@@ -179,6 +180,15 @@ def _prompt(text: str) -> tuple[str, float | None]:
     return (match.group(1) if match else bare.strip()), (_stamp_seconds(stamp.group(1)) if stamp else None)
 
 
+def _capability_tools(data: dict[str, Any]) -> dict[str, Any]:
+    """Bubble id → tool call, as the oldest composers keep them (`capabilities[].data.bubbleDataMap`, a JSON string)."""
+    tools: dict[str, Any] = {}
+    for capability in as_list(data.get("capabilities")):
+        raw = as_dict(as_dict(capability).get("data")).get("bubbleDataMap")
+        tools.update(_loads(raw) if isinstance(raw, (str, bytes)) else as_dict(raw))
+    return tools
+
+
 def _workspace_composer_ids(db: Path) -> list[str]:
     """The composers a workspace's own state database lists: `composer.composerData` (`allComposers`,
     the open `selectedComposerIds`) and the chat panes' `workbench.panel.aichat.view.<composer>` keys."""
@@ -308,6 +318,7 @@ class Cursor:
         turn: Turn | None = None
         running = False
         last_index = start
+        old_tools = _capability_tools(data)
         for index in range(start, len(entries)):
             header = entries[index]
             if not isinstance(header, dict):
@@ -334,7 +345,7 @@ class Cursor:
                             cwd=cwd or _folder_of(bubble.get("workspaceUris")), seq=seq)
                 running = False
             elif turn is not None:
-                tool = bubble.get("toolFormerData")
+                tool = bubble.get("toolFormerData") or old_tools.get(bubble_id)
                 if isinstance(tool, dict) and tool.get("name"):
                     result = tool.get("result")
                     turn.tools.append(ToolStep(name=str(tool["name"]), arguments=compact_json(tool.get("rawArgs", "")),

@@ -344,6 +344,20 @@ def test_cursor_a_bubble_without_created_at_is_timed_from_its_client_timings(tmp
     assert (turn.started_at, turn.ended_at) == (1763643600.2505, 1763643601.0)
 
 
+def test_cursor_the_oldest_composers_tool_calls_are_read_from_their_capabilities(tmp_path: Path) -> None:
+    tool = {"tool": 15, "name": "run_terminal_cmd", "rawArgs": '{"command":"pytest -q"}', "result": "3 passed",
+            "status": "completed"}
+    cursor_composer(tmp_path, "c1", [
+        {"bubbleId": "u1", "type": 1, "text": "run the tests", "createdAt": "2026-11-20T13:00:00Z"},
+        {"bubbleId": "t1", "type": 2, "text": "", "capabilityType": 15, "createdAt": "2026-11-20T13:00:02Z"},
+        {"bubbleId": "a1", "type": 2, "text": "All pass.", "createdAt": "2026-11-20T13:00:05Z"},
+    ], _v=2, capabilities=[{"type": 15, "data": {"bubbleDataMap": json.dumps({"t1": tool})}}])
+    [turn] = read_all(tmp_path, "cursor")
+    assert [(s.name, s.arguments, s.result) for s in turn.tools] == [
+        ("run_terminal_cmd", '{"command":"pytest -q"}', "3 passed")]
+    assert (turn.reply, turn.complete) == ("All pass.", True)
+
+
 def cursor_transcript(home: Path, slug: str, conversation: str, lines: list[dict[str, object]]) -> Path:
     path = home / ".cursor" / "projects" / slug / "agent-transcripts" / conversation / f"{conversation}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
