@@ -53,8 +53,11 @@ def default_user_dirs(home: Path, env: dict[str, str]) -> list[Path]:
     return [base / product / "User" for product in PRODUCTS]
 
 
-def _folder(storage: Path) -> str | None:
-    """The folder a workspace-storage directory belongs to (its `workspace.json` `folder` URI)."""
+def storage_folder(storage: Path) -> str | None:
+    """The folder a workspace-storage directory belongs to (its `workspace.json` `folder` URI).
+
+    Cursor, a VS Code fork, writes the same file; its reader uses this too.
+    """
     try:
         data = json.loads((storage / "workspace.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -70,11 +73,11 @@ def _folder(storage: Path) -> str | None:
 def _root_folder(chats: Path) -> str | None:
     """The project folder of a session directory, from the layout it is in."""
     if chats.name == "chatSessions":  # workspaceStorage/<workspace id>/chatSessions
-        return _folder(chats.parent)
+        return storage_folder(chats.parent)
     if chats.parent.name == "chatSessions" and chats.parent.parent.name == "globalStorage":
         storage = chats.parent.parent.parent  # <User>, or <User>/profiles/<profile>
         user = storage.parent.parent if storage.parent.name == "profiles" else storage
-        return _folder(user / "workspaceStorage" / chats.name)
+        return storage_folder(user / "workspaceStorage" / chats.name)
     return None  # emptyWindowChatSessions: a window without a folder
 
 

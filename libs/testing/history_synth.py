@@ -173,7 +173,9 @@ def _cursor(home: Path, turns: int, conversations: int, repo: Path) -> None:
                 conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)",
                              (f"bubbleId:{composer}:{ident}", json.dumps({"bubbleId": ident, **bubble})))
         data = {"composerId": composer, "createdAt": T0 * 1000, "lastUpdatedAt": (T0 + span[-1] * 60 + 3) * 1000,
-                "status": "completed", "workspaceUris": [repo.as_uri()], "fullConversationHeadersOnly": headers}
+                "status": "completed", "workspaceUris": [],
+                "workspaceIdentifier": {"id": f"{c:032x}", "uri": {"fsPath": str(repo), "scheme": "file"}},
+                "fullConversationHeadersOnly": headers}
         conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"composerData:{composer}", json.dumps(data)))
     conn.commit()
     conn.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ def test_each_source_yields_its_complete_and_waiting_turns(tmp_path: Path, name:
     waiting = [t for t in turns if not t.complete]
     assert (len(complete), len(waiting)) == EXPECTED[name], [(t.user[:30], t.complete) for t in turns]
     assert all(t.source == name and t.user.strip() for t in turns)
+    assert not any("<user_query>" in t.user or "<timestamp>" in t.user for t in turns), "the client's wrapping is cut"
     assert all(t.reply for t in complete if not t.extra.get("aborted")), [t.user for t in complete if not t.reply]
     ids = [t.id for t in turns]
     assert len(set(ids)) == len(ids)
@@ -240,3 +242,162 @@ def test_vscode_a_windows_folder_uri_becomes_a_drive_path(tmp_path: Path) -> Non
         json.dumps({"folder": "file:///c%3A/Users/me/my%20app"}))
     [turn] = read_all(tmp_path, "vscode-copilot")
     assert turn.cwd == "c:/Users/me/my app"
+
+
+# Cursor, in the shapes open-source readers of real installs show (docs/import.md names the sources)
+
+CURSOR_USER = Path(".config") / "Cursor" / "User"
+
+
+def cursor_kv(db: Path, table: str, rows: dict[str, object]) -> None:
+    """Rows of a Cursor state database's key-value `table` (values JSON), created when missing."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+        conn.executemany(f"INSERT INTO {table} VALUES (?, ?)", [(k, json.dumps(v)) for k, v in rows.items()])
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def cursor_composer(home: Path, composer: str, bubbles: list[dict[str, object]], **fields: object) -> None:
+    """A composer of the global database with its bubbles stored one a row, as Cursor 0.43 and later do."""
+    headers = [{"bubbleId": b["bubbleId"], "type": b["type"]} for b in bubbles]
+    rows: dict[str, object] = {f"bubbleId:{composer}:{b['bubbleId']}": b for b in bubbles}
+    rows[f"composerData:{composer}"] = {"_v": 10, "composerId": composer, "createdAt": 1763643600000,
+                                       "status": "completed", "fullConversationHeadersOnly": headers, **fields}
+    cursor_kv(home / CURSOR_USER / "globalStorage" / "state.vscdb", "cursorDiskKV", rows)
+
+
+def asked_and_answered(prefix: str) -> list[dict[str, object]]:
+    return [{"bubbleId": f"{prefix}1", "type": 1, "text": f"{prefix}: question", "createdAt": "2026-11-20T13:00:00Z"},
+            {"bubbleId": f"{prefix}2", "type": 2, "text": f"{prefix}: answer", "createdAt": "2026-11-20T13:00:05Z"}]
+
+
+def test_cursor_the_folder_comes_from_the_composers_workspace_or_the_workspace_database_that_lists_it(
+        tmp_path: Path) -> None:
+    repo = tmp_path / "work" / "app"
+    (repo / ".git").mkdir(parents=True)
+    storage = tmp_path / CURSOR_USER / "workspaceStorage"
+    for ws in ("ws1", "ws2", "ws3"):
+        (storage / ws).mkdir(parents=True)
+        (storage / ws / "workspace.json").write_text(json.dumps({"folder": repo.as_uri()}))
+    uri = {"$mid": 1, "fsPath": str(repo), "external": repo.as_uri(), "path": str(repo), "scheme": "file"}
+    # Cursor 3.12 on: the composer names its workspace; `workspaceUris` is there but empty
+    cursor_composer(tmp_path, "c-ident", asked_and_answered("a"), workspaceUris=[],
+                    workspaceIdentifier={"id": "ws9", "uri": uri})
+    cursor_composer(tmp_path, "c-ident-id", asked_and_answered("b"), workspaceIdentifier={"id": "ws3"})
+    # before: the workspace's own database lists its composers, or its chat panes name them
+    cursor_composer(tmp_path, "c-listed", asked_and_answered("c"))
+    cursor_composer(tmp_path, "c-pane", asked_and_answered("d"))
+    cursor_composer(tmp_path, "c-nowhere", asked_and_answered("e"))
+    cursor_kv(storage / "ws1" / "state.vscdb", "ItemTable", {
+        "composer.composerData": {"allComposers": [{"composerId": "c-listed", "name": "x"}],
+                                  "selectedComposerIds": []}})
+    cursor_kv(storage / "ws2" / "state.vscdb", "ItemTable", {
+        "workbench.panel.composerChatViewPane.p1": {"workbench.panel.aichat.view.c-pane": {"collapsed": False}}})
+    turns = read_all(tmp_path, "cursor")
+    assert sorted((t.conversation, t.cwd) for t in turns) == [
+        ("c-ident", str(repo)), ("c-ident-id", str(repo)), ("c-listed", str(repo)), ("c-nowhere", None),
+        ("c-pane", str(repo))]
+
+
+def test_cursor_a_message_kept_only_as_rich_text_is_read(tmp_path: Path) -> None:
+    rich = {"root": {"type": "root", "children": [
+        {"type": "paragraph", "children": [{"type": "text", "text": "Why does "},
+                                           {"type": "text", "text": "login", "format": 16},
+                                           {"type": "text", "text": " hang?"}]},
+        {"type": "paragraph", "children": [{"type": "text", "text": "It started today."}]}]}}
+    cursor_composer(tmp_path, "c1", [
+        {"bubbleId": "u1", "type": 1, "text": "", "richText": json.dumps(rich), "createdAt": "2026-11-20T13:00:00Z"},
+        {"bubbleId": "a1", "type": 2, "text": "The session lock.", "createdAt": "2026-11-20T13:00:05Z"},
+        {"bubbleId": "u2", "type": 1, "text": "Thanks", "createdAt": "2026-11-20T13:01:00Z"},
+    ])
+    turns = read_all(tmp_path, "cursor")
+    assert [(t.user, t.reply, t.complete) for t in turns] == [
+        ("Why does login hang?\nIt started today.", "The session lock.", True), ("Thanks", "", False)]
+
+
+def test_cursor_an_embedded_conversation_takes_what_its_bubble_rows_add(tmp_path: Path) -> None:
+    db = tmp_path / CURSOR_USER / "globalStorage" / "state.vscdb"
+    cursor_kv(db, "cursorDiskKV", {
+        "composerData:c1": {"composerId": "c1", "createdAt": 1763643600000, "status": "completed", "conversation": [
+            {"bubbleId": "u1", "type": 1, "text": "Where is the retry policy?"},
+            {"bubbleId": "a1", "type": 2, "text": ""}]},
+        "bubbleId:c1:a1": {"bubbleId": "a1", "type": 2, "text": "In net/retry.py.", "createdAt": "2026-11-20T13:00:05Z"},
+    })
+    [turn] = read_all(tmp_path, "cursor")
+    assert (turn.user, turn.reply, turn.complete, turn.ended_at) == (
+        "Where is the retry policy?", "In net/retry.py.", True, 1795179605.0)
+
+
+def test_cursor_a_bubble_without_created_at_is_timed_from_its_client_timings(tmp_path: Path) -> None:
+    cursor_composer(tmp_path, "c1", [
+        # clientStartTime is milliseconds since the request began here, the others since the epoch
+        {"bubbleId": "u1", "type": 1, "text": "go", "timingInfo": {"clientStartTime": 1234.5,
+                                                                    "clientRpcSendTime": 1763643600250.5}},
+        {"bubbleId": "a1", "type": 2, "text": "done", "timingInfo": {"clientStartTime": 1763643601000,
+                                                                      "clientEndTime": 1763643609000}},
+    ])
+    [turn] = read_all(tmp_path, "cursor")
+    assert (turn.started_at, turn.ended_at) == (1763643600.2505, 1763643601.0)
+
+
+def test_cursor_the_oldest_composers_tool_calls_are_read_from_their_capabilities(tmp_path: Path) -> None:
+    tool = {"tool": 15, "name": "run_terminal_cmd", "rawArgs": '{"command":"pytest -q"}', "result": "3 passed",
+            "status": "completed"}
+    cursor_composer(tmp_path, "c1", [
+        {"bubbleId": "u1", "type": 1, "text": "run the tests", "createdAt": "2026-11-20T13:00:00Z"},
+        {"bubbleId": "t1", "type": 2, "text": "", "capabilityType": 15, "createdAt": "2026-11-20T13:00:02Z"},
+        {"bubbleId": "a1", "type": 2, "text": "All pass.", "createdAt": "2026-11-20T13:00:05Z"},
+    ], _v=2, capabilities=[{"type": 15, "data": {"bubbleDataMap": json.dumps({"t1": tool})}}])
+    [turn] = read_all(tmp_path, "cursor")
+    assert [(s.name, s.arguments, s.result) for s in turn.tools] == [
+        ("run_terminal_cmd", '{"command":"pytest -q"}', "3 passed")]
+    assert (turn.reply, turn.complete) == ("All pass.", True)
+
+
+def cursor_transcript(home: Path, slug: str, conversation: str, lines: list[dict[str, object]]) -> Path:
+    path = home / ".cursor" / "projects" / slug / "agent-transcripts" / conversation / f"{conversation}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def said(role: str, *blocks: dict[str, object]) -> dict[str, object]:
+    return {"role": role, "message": {"content": list(blocks)}}
+
+
+def test_cursor_agent_prompt_is_its_user_query_and_its_timestamp_gives_the_time(tmp_path: Path) -> None:
+    cursor_transcript(tmp_path, "home-me-app", "t1", [
+        said("user", {"type": "text", "text": "<timestamp>Tuesday, Jul 21, 2026, 6:57 PM (UTC+8)</timestamp>\n"
+                                              "<user_query>\nRename the flag\n</user_query>"}),
+        said("assistant", {"type": "text", "text": "Renamed."}),
+    ])
+    [turn] = read_all(tmp_path, "cursor")
+    assert (turn.user, turn.started_at, turn.complete) == ("Rename the flag", 1784631420.0, True)
+
+
+def test_cursor_agent_folder_is_the_cwd_cursor_agent_recorded_not_the_lossy_slug(tmp_path: Path) -> None:
+    repo = tmp_path / "work" / "my_app.v2"
+    (repo / ".git").mkdir(parents=True)
+    meta = tmp_path / ".cursor" / "chats" / "0f3c5e" / "t1" / "meta.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"cwd": str(repo), "createdAtMs": 1784631420000, "hasConversation": True}))
+    slug = "-".join(part for part in str(repo).replace("_", "-").replace(".", "-").split("/") if part)
+    cursor_transcript(tmp_path, slug, "t1", [said("user", {"type": "text", "text": "go"}),
+                                             said("assistant", {"type": "text", "text": "ok"})])
+    [turn] = read_all(tmp_path, "cursor")
+    assert turn.cwd == str(repo)
+
+
+def test_cursor_agent_turn_ended_completes_a_turn_whose_tool_call_was_left_unanswered(tmp_path: Path) -> None:
+    cursor_transcript(tmp_path, "home-me-app", "t1", [
+        said("user", {"type": "text", "text": "<user_query>\nDeploy\n</user_query>"}),
+        said("assistant", {"type": "text", "text": "Deploying."},
+             {"type": "tool_use", "name": "Shell", "input": {"command": "make deploy"}}),
+        {"type": "turn_ended", "status": "aborted"},
+    ])
+    [turn] = read_all(tmp_path, "cursor")
+    assert (turn.user, turn.complete, [s.name for s in turn.tools]) == ("Deploy", True, ["Shell"])
