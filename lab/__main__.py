@@ -44,6 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     grid.add_argument("--locomo-path", help="locomo10.json (default: locomo/ in the datasets folder)")
     grid.add_argument("--conversations", type=int, help="only the first N conversations")
     grid.add_argument("--questions", type=int, help="only the first N questions of each")
+
+    gates = sub.add_parser("gates", help="quality gates on against off on every dataset, with what they cost and save")
+    gates.add_argument("--locomo", type=int, default=3, metavar="N", help="the first N LoCoMo conversations (default 3)")
+    gates.add_argument("--madial", type=int, metavar="N", help="only the first N MADial-Bench dialogues (default all)")
+    gates.add_argument("--memdaily-per-type", type=int, default=10, metavar="N",
+                       help="the first N trajectories of each MemDaily file (default 10)")
     return parser
 
 
@@ -78,6 +84,14 @@ def _plan(args: argparse.Namespace) -> Any:
         facts = datasets.dataset(datasets.AGENT_FACTS, args.dataset)
         return experiments.mixed_on_throwaway(facts, datasets.dataset(datasets.LOCOMO, args.locomo_path),
                                               args.conversations)
+    if args.experiment == "gates":
+        from lab import gates
+
+        if args.locomo < 1 or args.memdaily_per_type < 1 or (args.madial is not None and args.madial < 1):
+            raise ValueError("--locomo, --madial and --memdaily-per-type take positive numbers")
+        return gates.run(datasets.dataset(datasets.AGENT_FACTS), datasets.dataset(datasets.LOCOMO),
+                         datasets.dataset(datasets.MADIAL), datasets.dataset(datasets.MEMDAILY),
+                         conversations=args.locomo, per_type=args.memdaily_per_type, dialogues=args.madial)
     from lab import fusion_grid
     from libs.config.retrieval import RetrievalSettings
 

@@ -16,6 +16,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 AGENT_FACTS = Path("agent-facts") / "agent-facts.json"
 LOCOMO = Path("locomo") / "locomo10.json"
 MADIAL = Path("madial_bench")
+MEMDAILY = Path("memdaily")
 
 
 class DatasetMissing(Exception):
