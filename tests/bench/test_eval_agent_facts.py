@@ -2,7 +2,9 @@
 
 The dataset scores MRR over the whole ranking of its facts; the harness ranks 100 deep for the
 metrics and reports MRR@10 beside it. Here one query's answer is unrelated to it and must rank
-below ten near-duplicates of the query, so the two MRRs differ in a known way.
+below twelve facts about the query, so the two MRRs differ in a known way. Retrieval runs with the
+quality gates off: they would leave that unrelated answer out (tests/retrieval/test_quality_gates.py)
+rather than rank it 13th, and this test checks the harness's arithmetic, not the gates.
 """
 
 from __future__ import annotations
@@ -10,8 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from libs.config.retrieval import QualityGates, RetrievalSettings
+from libs.embed import MiniLM
 from libs.eval.runner import run_agent_facts
 from libs.testing import EchoStack
+
+UNGATED = RetrievalSettings(gates=QualityGates(nothing_below=0, far_below=0, near_duplicate=0))
 
 BACKUPS = [f"Database backups of cluster {name} run nightly and are kept for {days} days."
            for name, days in zip("ABCDEFGHIJKL", range(3, 15), strict=True)]
@@ -30,11 +36,15 @@ def _dataset(tmp_path: Path) -> Path:
     return path
 
 
-async def test_mrr_counts_the_whole_ranking_and_mrr10_the_top_ten(stack: EchoStack, tmp_path: Path) -> None:
-    async def call(service: str, verb: str, args: dict) -> dict:
-        return await stack.admin_call(service, verb, args, timeout=120)
+async def test_mrr_counts_the_whole_ranking_and_mrr10_the_top_ten(
+    database_url: str, nats_url: str, org: str, embedder: MiniLM, tmp_path: Path
+) -> None:
+    async with EchoStack(database_url=database_url, nats_url=nats_url, org=org, embedder=embedder,
+                         services=("writes", "retrieval"), retrieval=UNGATED) as stack:
+        async def call(service: str, verb: str, args: dict) -> dict:
+            return await stack.admin_call(service, verb, args, timeout=120)
 
-    report = await run_agent_facts(call, _dataset(tmp_path), context=True)
+        report = await run_agent_facts(call, _dataset(tmp_path), context=True)
 
     rows = {row["query"]: row for row in report["per_query"]}
     assert rows["top"] == {"kind": "lexical", "query": "top", "hit1": 1.0, "hit10": 1.0, "mrr": 1.0, "mrr10": 1.0}
