@@ -7,7 +7,8 @@ rank order to the fused ranking (deeper than top_k, so what is left out is back-
   (neighbour) and even the best cosine is low, nothing is returned, rather than the store's
   least bad guesses;
 - far below the best: an item found by the dense channel alone whose cosine is a small share of
-  the best item's is filler, not evidence;
+  the best item's is filler, not evidence, unless it is the turn next to one that clears that
+  floor (the answer to a question often shares nothing with it but its place in the session);
 - near-duplicates: an item whose words repeat a better-ranked item's adds tokens, not facts.
 
 Each left-out item is counted, and query_memory says so in its note: nothing vanishes silently.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,12 +55,17 @@ class GateOutcome:
         return "left out " + " and ".join(parts) if parts else None
 
 
-def apply_gates(ranked: Sequence[Ranked], gates: QualityGates, top_k: int) -> tuple[list[Ranked], GateOutcome]:
+def apply_gates(
+    ranked: Sequence[Ranked], gates: QualityGates, top_k: int, neighbour_cosine: Mapping[str, float] | None = None
+) -> tuple[list[Ranked], GateOutcome]:
     """The first `top_k` items of `ranked` that pass the gates, and what was left out on the way.
 
-    Items below the top_k-th kept one are not judged (and not counted). An empty `ranked` gives
-    an empty list and an outcome with nothing left out.
+    `neighbour_cosine` maps an item's id to the best cosine among the turns next to it in its
+    session (absent: no such turn among the candidates). Items below the top_k-th kept one are not
+    judged (and not counted). An empty `ranked` gives an empty list and an outcome with nothing
+    left out.
     """
+    beside = neighbour_cosine or {}
     outcome = GateOutcome()
     cosines = [_cosine(row) for row, _, _ in ranked]
     outcome.best_cosine = max(cosines, default=0.0)
@@ -76,7 +82,8 @@ def apply_gates(ranked: Sequence[Ranked], gates: QualityGates, top_k: int) -> tu
     for (row, kind, matched), cosine in zip(ranked, cosines, strict=True):
         if len(kept) == top_k:
             break
-        if gates.far_below > 0 and cosine < floor and not _NON_DENSE & set(matched):
+        if (gates.far_below > 0 and cosine < floor and not _NON_DENSE & set(matched)
+                and not _next_to_a_match(beside.get(str(row.get("id"))), floor)):
             outcome.far_below += 1
             continue
         words = set(_WORD.findall(str(row.get("text") or "").lower()))
@@ -86,6 +93,10 @@ def apply_gates(ranked: Sequence[Ranked], gates: QualityGates, top_k: int) -> tu
         kept.append((row, kind, matched))
         kept_words.append(words)
     return kept, outcome
+
+
+def _next_to_a_match(neighbour_cosine: float | None, floor: float) -> bool:
+    return neighbour_cosine is not None and not math.isnan(neighbour_cosine) and neighbour_cosine >= floor
 
 
 def _cosine(row: dict[str, Any]) -> float:

@@ -143,7 +143,8 @@ async def _search(
     with steps.step("hydrate"):
         rows = await _hydrate(conn, params["scope_ids"], fused)
     ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
-    kept, gated = apply_gates(ranked, settings.gates, args.top_k)
+    beside = {c.id: max(pool[n].cos for n in c.neighbours) for c, _ in fused if c.neighbours} if "neighbour" in on else {}
+    kept, gated = apply_gates(ranked, settings.gates, args.top_k, beside)
     lexical_note = (
         "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
     )

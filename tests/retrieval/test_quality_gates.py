@@ -57,6 +57,19 @@ def test_nothing_relevant_when_nothing_matches_a_word_or_entity_and_the_best_is_
     assert _ids(apply_gates(far, QualityGates(nothing_below=0), top_k=10)[0]) == ["a", "b"]
 
 
+def test_a_turn_next_to_one_above_the_floor_is_kept_however_far_its_own_cosine() -> None:
+    ranked = [
+        _item("question", 0.90, "which city hosts the robotics summit?"),
+        _item("answer", 0.20, "Lisbon, in the old tram depot."),
+        _item("filler", 0.20, "I bought new running shoes."),
+    ]
+    beside = {"question": 0.20, "answer": 0.90, "filler": 0.30}  # filler's neighbour is below the floor too
+    kept, outcome = apply_gates(ranked, QualityGates(), top_k=10, neighbour_cosine=beside)
+    assert _ids(kept) == ["question", "answer"]
+    assert outcome.far_below == 1
+    assert _ids(apply_gates(ranked, QualityGates(), top_k=10)[0]) == ["question"]  # without adjacency
+
+
 def test_an_empty_ranking_leaves_nothing_out() -> None:
     kept, outcome = apply_gates([], QualityGates(), top_k=10)
     assert kept == [] and outcome.note() is None and not outcome.nothing_relevant
@@ -92,3 +105,19 @@ async def test_query_memory_returns_one_of_two_repeated_turns_and_says_so(stack:
     texts = [item["text"].lower() for item in answer["results"]]
     assert texts.count(said.lower()) == 1, texts
     assert "1 repeating a better-ranked result" in answer["note"], answer["note"]
+
+
+async def test_query_memory_keeps_the_reply_to_the_best_match_and_leaves_out_filler(stack: EchoStack) -> None:
+    question, reply = "Which city is hosting the robotics summit this year?", "Lisbon, in the old tram depot by the river."
+    filler = ["I bought new running shoes yesterday.", "My sister adopted a grey kitten.",
+              "The dentist moved my appointment to Tuesday."]
+    episodes = [{"content": question, "session_id": "summit", "seq": 0},
+                {"content": reply, "session_id": "summit", "seq": 1},
+                *({"content": text, "session_id": f"other-{i}", "seq": 0} for i, text in enumerate(filler))]
+    await stack.admin_call("writes", "import_episodes", {"episodes": episodes})
+
+    answer = await _query(stack, "which city hosts the robotics summit")
+
+    # The reply shares no word with the query and its cosine is a fifth of the question's.
+    assert [item["text"] for item in answer["results"]] == [question, reply], answer["results"]
+    assert answer["note"].startswith("left out 3 far below the best match"), answer["note"]
