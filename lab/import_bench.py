@@ -7,7 +7,7 @@ embedding model), writes a synthetic history of `--turns` complete turns in each
 on-disk format (libs/testing/history_synth.py) into a temporary home, and runs the real CLI,
 `echo-memory import --source S`, as a child process against it. Per format it prints the
 read-only pass (`--dry-run`: parsing, redaction, no store), the import (embedding-bound), the
-turns stored, turns/s, and the importer's peak RSS (the child process's ru_maxrss; the service's
+turns stored, turns/s, and the importer's peak RSS (VmHWM of the child after exec; the service's
 memory is not in it). `--read-only` runs only the read pass (no system is started): parsing
 and redaction speed, and whether the importer's memory stays flat as the history grows.
 A measurement, not a test.

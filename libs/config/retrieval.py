@@ -74,7 +74,7 @@ class QualityGates(BaseModel):
     far_below: float = Field(
         0.5, ge=0, le=1,
         description="an item found by the dense channel alone is left out when its cosine is below this share "
-        "of the best item's cosine",
+        "of the best item's cosine, unless the turn next to it in its session clears that floor",
     )
     near_duplicate: float = Field(
         0.9, ge=0, le=1,
