@@ -26,7 +26,7 @@ from libs.eval.runner import import_conversation, measure_agent_facts, new_scope
 from libs.eval.system import restart_service, stack_call, throwaway_stack
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
-OFF = QualityGates(nothing_below=0, far_below=0, near_duplicate=0)
+OFF = QualityGates.off()
 
 
 class Watch:

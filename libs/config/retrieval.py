@@ -82,6 +82,11 @@ class QualityGates(BaseModel):
         "left out",
     )
 
+    @classmethod
+    def off(cls) -> QualityGates:
+        """Every gate switched off: the fused ranking as it is (baselines and harness tests)."""
+        return cls(nothing_below=0, far_below=0, near_duplicate=0)
+
 
 class RetrievalSettings(BaseModel):
     """How query_memory searches and fuses; read once when the retrieval service starts."""

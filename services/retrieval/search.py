@@ -143,12 +143,16 @@ async def _search(
     with steps.step("hydrate"):
         rows = await _hydrate(conn, params["scope_ids"], fused)
     ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
-    beside = {c.id: max(pool[n].cos for n in c.neighbours) for c, _ in fused if c.neighbours} if "neighbour" in on else {}
-    kept, gated = apply_gates(ranked, settings.gates, args.top_k, beside)
+    kept, gated = apply_gates(ranked, settings.gates, args.top_k, _neighbour_cosines(fused, pool))
     lexical_note = (
         "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
     )
     return kept, gated, lexical_note, model_note
+
+
+def _neighbour_cosines(fused: list[tuple[ch.Candidate, float]], pool: ch.Pool) -> dict[str, float]:
+    """Each fused candidate's best cosine among its session neighbours (only the neighbour channel links them)."""
+    return {c.id: max(pool[n].cos for n in c.neighbours) for c, _ in fused if c.neighbours}
 
 
 def gate_depth(top_k: int) -> int:

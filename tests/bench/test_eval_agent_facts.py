@@ -17,7 +17,7 @@ from libs.embed import MiniLM
 from libs.eval.runner import run_agent_facts
 from libs.testing import EchoStack
 
-UNGATED = RetrievalSettings(gates=QualityGates(nothing_below=0, far_below=0, near_duplicate=0))
+UNGATED = RetrievalSettings(gates=QualityGates.off())
 
 BACKUPS = [f"Database backups of cluster {name} run nightly and are kept for {days} days."
            for name, days in zip("ABCDEFGHIJKL", range(3, 15), strict=True)]

@@ -9,7 +9,7 @@ from libs.config.retrieval import QualityGates
 from libs.testing import EchoStack
 from services.retrieval.gates import Ranked, apply_gates
 
-OFF = QualityGates(nothing_below=0, far_below=0, near_duplicate=0)
+OFF = QualityGates.off()
 
 
 def _item(item_id: str, cos: float, text: str, *matched: str) -> Ranked:
