@@ -45,6 +45,13 @@ def _parser() -> argparse.ArgumentParser:
     grid.add_argument("--conversations", type=int, help="only the first N conversations")
     grid.add_argument("--questions", type=int, help="only the first N questions of each")
 
+    shape = sub.add_parser("chat-shape", help="LoCoMo as written and split into chat-like messages, per fusion weighting")
+    shape.add_argument("spec", nargs="?", default="",
+                       help='weights and values to try, as for fusion-grid (default: the service\'s alone)')
+    shape.add_argument("--locomo-path", help="locomo10.json (default: locomo/ in the datasets folder)")
+    shape.add_argument("--conversations", type=int, help="only the first N conversations")
+    shape.add_argument("--questions", type=int, help="only the first N questions of each")
+
     gates = sub.add_parser("gates", help="quality gates on against off on every dataset, with what they cost and save")
     gates.add_argument("--locomo", type=int, default=3, metavar="N", help="the first N LoCoMo conversations (default 3)")
     gates.add_argument("--madial", type=int, metavar="N", help="only the first N MADial-Bench dialogues (default all)")
@@ -92,6 +99,14 @@ def _plan(args: argparse.Namespace) -> Any:
         return gates.run(datasets.dataset(datasets.AGENT_FACTS), datasets.dataset(datasets.LOCOMO),
                          datasets.dataset(datasets.MADIAL), datasets.dataset(datasets.MEMDAILY),
                          conversations=args.locomo, per_type=args.memdaily_per_type, dialogues=args.madial)
+    if args.experiment == "chat-shape":
+        from lab import chat_shape
+        from lab.fusion_grid import parse_grid
+        from libs.config.retrieval import FusionWeights
+
+        parse_grid(args.spec, FusionWeights())  # a bad spec stops here, before anything starts
+        return chat_shape.run(datasets.dataset(datasets.LOCOMO, args.locomo_path), args.spec,
+                              conversations=args.conversations, questions=args.questions)
     from lab import fusion_grid
     from libs.config.retrieval import RetrievalSettings
 

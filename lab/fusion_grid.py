@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ class Captured:
     session_of: dict[str, int]
     scope: str
     question: str
+    speaker_of: dict[str, str] = field(default_factory=dict)  # episode id -> who said it
 
 
 def parse_grid(spec: str, base: FusionWeights) -> list[FusionWeights]:
@@ -105,21 +106,35 @@ async def capture(
     settings: RetrievalSettings | None = None,
 ) -> list[Captured]:
     """Import each conversation into a throw-away scope (over the bus) and keep every question's pool."""
+    return await capture_conversations(stack, locomo.load(path)[:conversations], questions=questions,
+                                       settings=settings)
+
+
+async def capture_conversations(
+    stack: EchoStack, convs: list[locomo.Conversation], *, questions: int | None = None,
+    settings: RetrievalSettings | None = None, turn_of: dict[str, str] | None = None,
+) -> list[Captured]:
+    """`capture` for conversations already loaded; `turn_of` maps an imported turn's dia_id to the
+    one its questions' evidence names (a fragment to its whole turn), identity when None."""
     settings = settings or RetrievalSettings()
     call = stack_call(stack, timeout=600)
     caller = Caller(org=stack.org, agent_id="fusion-grid", read_scopes=["*"], write_scopes=[])
     captured: list[Captured] = []
     async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
         await register_vector_async(conn)
-        for conv in locomo.load(path)[:conversations]:
+        for conv in convs:
             scope = await new_scope(call, "fusion-grid")
-            by_id = await import_conversation(call, scope, conv)
-            session_of = {t.dia_id: t.session for t in conv.turns}
+            whole = turn_of or {t.dia_id: t.dia_id for t in conv.turns}
+            speaker = {t.dia_id: t.speaker for t in conv.turns}
+            imported = await import_conversation(call, scope, conv)
+            by_id = {episode: whole[dia] for episode, dia in imported.items()}
+            speaker_of = {episode: speaker[dia] for episode, dia in imported.items()}
+            session_of = {whole[t.dia_id]: t.session for t in conv.turns}
             for qa in conv.questions[:questions]:
                 args = QueryMemoryInput(query=qa.question, scope=scope, top_k=K)
                 async with conn.transaction():  # the HNSW settings are local to a transaction
                     pool = await candidate_pool(conn, caller, args, stack.embedder, settings)
-                captured.append(Captured(pool, by_id, set(qa.evidence), session_of, scope, qa.question))
+                captured.append(Captured(pool, by_id, set(qa.evidence), session_of, scope, qa.question, speaker_of))
     return captured
 
 

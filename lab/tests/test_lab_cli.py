@@ -24,6 +24,8 @@ REPOSITORY = Path(__file__).resolve().parents[2]
         (["fusion-grid", "reply=high", "--locomo-path", "{dir}"], "'high' of reply is not a list of numbers"),
         (["sweep", "--dataset", "{dir}", "--sizes", "ten"], "--sizes takes positive integers"),
         (["mixed", "0", "--dataset", "{dir}", "--locomo-path", "{dir}"], "1 or more"),
+        (["chat-shape"], "no dataset at {dir}/locomo/locomo10.json"),
+        (["chat-shape", "neighbour=x", "--locomo-path", "{dir}"], "'x' of neighbour is not a list of numbers"),
     ],
 )
 def test_refused_with_one_line(
