@@ -41,8 +41,8 @@ class Candidate:
     prox: float = 0.0
     channels: set[str] = field(default_factory=set)
     neighbours: set[str] = field(default_factory=set)
-    # For a turn that asks a question: the id of the next turn of its session, its reply (set
-    # by `neighbours` when that turn is a candidate too).
+    # For a turn that asks a question: the id of the next turn of its session when another
+    # speaker said it, its reply (set by `neighbours` when that turn is a candidate too).
     reply: str | None = None
 
 
@@ -307,8 +307,9 @@ def personalized_pagerank(
 async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
     """Link every episode candidate with the turns next to it in its session (adding those turns).
 
-    Where one of two adjacent turns asks a question and the other is the next turn, the question
-    turn's `reply` is set to it.
+    Where one of two adjacent turns asks a question and the other is the next turn, said by
+    someone else, the question turn's `reply` is set to it: a question followed by its asker's
+    own next message (people chat in bursts) has not been answered there.
     """
     hits = [c.id for c in pool.values() if c.kind == "episode"]
     if not hits:
@@ -320,13 +321,13 @@ async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str
                 {**params, "ids": hits, "radius": 1, "question_pattern": q.QUESTION_PATTERN},
             )
         ).fetchall()
-    for nb_id, hit_id, cos, step, hit_asks, nb_asks in rows:
+    for nb_id, hit_id, cos, step, hit_asks, nb_asks, other_speaker in rows:
         ident, hit = str(nb_id), str(hit_id)
         if ident not in pool:
             pool[ident] = Candidate(id=ident, kind="episode", cos=float(cos))
         pool[ident].neighbours.add(hit)
         pool[hit].neighbours.add(ident)
-        if step == 1 and hit_asks:
+        if step == 1 and hit_asks and other_speaker:
             pool[hit].reply = ident
-        elif step == -1 and nb_asks:
+        elif step == -1 and nb_asks and other_speaker:
             pool[ident].reply = hit

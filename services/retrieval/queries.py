@@ -309,10 +309,12 @@ WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 # the turn a statement.
 QUESTION_PATTERN = r"\?\s*$"
 # The turns next to a hit in the same session (the neighbour channel); also which of the two
-# comes first and which asks a question, so fusion can credit a question's reply (fusion.py).
+# comes first, which asks a question and whether another speaker said the other, so fusion can
+# credit a question's reply (fusion.py). A turn with no speaker recorded counts as another's.
 EPISODE_NEIGHBOURS = """
 SELECT nb.id, hit.id AS hit_id, 1 - (nb.embedding <=> %(embedding)s) AS cos, nb.seq - hit.seq AS step,
-       hit.content ~ %(question_pattern)s AS hit_asks, nb.content ~ %(question_pattern)s AS nb_asks
+       hit.content ~ %(question_pattern)s AS hit_asks, nb.content ~ %(question_pattern)s AS nb_asks,
+       coalesce(hit.speaker <> nb.speaker, true) AS other_speaker
 FROM episodes hit
 JOIN episodes nb
   ON nb.scope_id = hit.scope_id AND nb.session_id = hit.session_id
