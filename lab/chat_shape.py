@@ -11,22 +11,22 @@ stays with the last one) and scores both shapes in one run:
   candidate pool is gathered by the retrieval service's own channel code (lab/fusion_grid.py);
 - a reshaped message found counts as its whole turn (evidence names turns); several messages of
   one turn in the top 10 count once for recall, and MRR is the rank of the first;
-- each row re-runs fusion under one weighting, and once more with the reply credit given only
-  across speakers (a question's next message by the same speaker is not its reply).
+- each row re-runs fusion under one weighting.
 
-Prints per shape and weighting recall@10, hit@10, MRR@10 and session@10.
+Prints per shape and weighting recall@10, hit@10, MRR@10 and session@10. This experiment is why
+the reply credit goes only to a next message another speaker sent (lab/NOTES.md, "Chat-shaped
+LoCoMo").
 """
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab.fusion_grid import Captured, capture_conversations, parse_grid, score
-from libs.config.retrieval import FusionWeights, RetrievalSettings
+from lab.fusion_grid import capture_conversations, parse_grid, run_grid
+from libs.config.retrieval import RetrievalSettings
 from libs.eval import locomo
 from libs.eval.system import throwaway_stack
 
@@ -58,29 +58,6 @@ def chat_shaped(conv: locomo.Conversation) -> tuple[locomo.Conversation, dict[st
     return replace(conv, turns=turns), turn_of
 
 
-def replies_across_speakers(captured: list[Captured]) -> list[Captured]:
-    """The same pools with a question's reply link kept only when the reply is someone else's."""
-    out = []
-    for item in captured:
-        pool = copy.deepcopy(item.pool)
-        for cand in pool.values():
-            if cand.reply is not None and item.speaker_of.get(cand.id) == item.speaker_of.get(cand.reply):
-                cand.reply = None
-        out.append(replace(item, pool=pool))
-    return out
-
-
-def _rows(captured: list[Captured], grid: list[FusionWeights], channels: tuple[str, ...]) -> list[dict[str, Any]]:
-    base = grid[0].model_dump()
-    across = replies_across_speakers(captured)
-    rows = []
-    for weights in grid:
-        changed = {k: v for k, v in weights.model_dump().items() if v != base[k]}
-        rows.append({"weights": changed, "reply": "next turn", **score(captured, weights, channels)})
-        rows.append({"weights": changed, "reply": "next turn by another speaker", **score(across, weights, channels)})
-    return rows
-
-
 async def run(
     path: str | Path, spec: str, *, conversations: int | None = None, questions: int | None = None,
 ) -> dict[str, Any]:
@@ -99,6 +76,6 @@ async def run(
     messages = sum(len(conv.turns) for conv, _ in reshaped)
     return {
         "dataset": "locomo", "questions": len(written), "turns": turns, "messages_when_chat_shaped": messages,
-        "as_written": _rows(written, grid, settings.channels),
-        "chat_shaped": _rows(chatty, grid, settings.channels),
+        "as_written": run_grid(written, grid, settings.channels),
+        "chat_shaped": run_grid(chatty, grid, settings.channels),
     }

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,6 @@ class Captured:
     session_of: dict[str, int]
     scope: str
     question: str
-    speaker_of: dict[str, str] = field(default_factory=dict)  # episode id -> who said it
 
 
 def parse_grid(spec: str, base: FusionWeights) -> list[FusionWeights]:
@@ -125,16 +124,14 @@ async def capture_conversations(
         for conv in convs:
             scope = await new_scope(call, "fusion-grid")
             whole = turn_of or {t.dia_id: t.dia_id for t in conv.turns}
-            speaker = {t.dia_id: t.speaker for t in conv.turns}
             imported = await import_conversation(call, scope, conv)
             by_id = {episode: whole[dia] for episode, dia in imported.items()}
-            speaker_of = {episode: speaker[dia] for episode, dia in imported.items()}
             session_of = {whole[t.dia_id]: t.session for t in conv.turns}
             for qa in conv.questions[:questions]:
                 args = QueryMemoryInput(query=qa.question, scope=scope, top_k=K)
                 async with conn.transaction():  # the HNSW settings are local to a transaction
                     pool = await candidate_pool(conn, caller, args, stack.embedder, settings)
-                captured.append(Captured(pool, by_id, set(qa.evidence), session_of, scope, qa.question, speaker_of))
+                captured.append(Captured(pool, by_id, set(qa.evidence), session_of, scope, qa.question))
     return captured
 
 

@@ -1,11 +1,9 @@
-"""The chat-shape experiment's reshaping and its reply rule, on a conversation written here."""
+"""The chat-shape experiment's reshaping, on a conversation written here."""
 
 from __future__ import annotations
 
-from lab.chat_shape import chat_shaped, replies_across_speakers, sentences
-from lab.fusion_grid import Captured
+from lab.chat_shape import chat_shaped, sentences
 from libs.eval.locomo import Conversation, Question, Turn
-from services.retrieval.channels import Candidate
 
 
 def _conversation() -> Conversation:
@@ -34,13 +32,3 @@ def test_a_turn_becomes_consecutive_messages_of_its_speaker() -> None:
     assert turn_of == {"D1:1.0": "D1:1", "D1:1.1": "D1:1", "D1:2.0": "D1:2", "D1:2.1": "D1:2", "D2:1.0": "D2:1"}
     assert shaped.questions == _conversation().questions  # evidence still names whole turns
 
-
-def test_a_reply_link_survives_only_across_speakers() -> None:
-    pool = {ident: Candidate(id=ident, kind="episode", cos=0.5) for ident in ("q", "same", "other", "x")}
-    pool["q"].reply = "same"
-    pool["x"].reply = "other"
-    item = Captured(pool, {}, set(), {}, "scope", "question", {"q": "Ana", "same": "Ana", "x": "Ana", "other": "Bo"})
-    (kept,) = replies_across_speakers([item])
-    assert kept.pool["q"].reply is None
-    assert kept.pool["x"].reply == "other"
-    assert item.pool["q"].reply == "same"  # the original pools are left as they were
