@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from lab import datasets
@@ -51,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     shape.add_argument("--locomo-path", help="locomo10.json (default: locomo/ in the datasets folder)")
     shape.add_argument("--conversations", type=int, help="only the first N conversations")
     shape.add_argument("--questions", type=int, help="only the first N questions of each")
+
+    paired = sub.add_parser("paired", help="two eval-external --json reports compared question by question")
+    paired.add_argument("base", help="the report to compare against")
+    paired.add_argument("other", help="the report of the change")
 
     gates = sub.add_parser("gates", help="quality gates on against off on every dataset, with what they cost and save")
     gates.add_argument("--locomo", type=int, default=3, metavar="N", help="the first N LoCoMo conversations (default 3)")
@@ -120,6 +125,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one experiment and print its JSON report; 0 when it ran, 2 for a bad argument or a
     missing dataset (one line on stderr, nothing started)."""
     args = _parser().parse_args(argv)
+    if args.experiment == "paired":  # reads two reports; nothing to start
+        from lab.paired import compare
+
+        try:
+            print(json.dumps(compare(Path(args.base), Path(args.other)), indent=2))
+        except (OSError, ValueError) as exc:
+            print(f"python -m lab paired: {exc}", file=sys.stderr)
+            return USAGE_ERROR
+        return 0
     try:
         job = _plan(args)
     except (DatasetMissing, ValueError) as exc:

@@ -69,7 +69,9 @@ def register(sub: Any) -> None:
     external.add_argument("--per-type", type=int, metavar="N",
                           help="longmemeval: only the first N questions of each type; memdaily: the first N "
                           "trajectories of each file")
-    external.add_argument("--json", action="store_true", help="longmemeval: include every question's scores")
+    external.add_argument("--json", action="store_true",
+                          help="include every question's scores (the system's and, but for longmemeval, BM25's), "
+                          "in the file's order, so two runs can be compared question by question")
     external.set_defaults(func=_external)
 
     from libs.eval.benchmark import register as register_benchmark  # the latency harness
@@ -265,6 +267,8 @@ def _external(settings: Any, args: Any) -> int:
     report = _run_harness(settings, command, job)
     if report is None:
         return 1
+    if not args.json:
+        report.pop("per_question", None)
     print(json.dumps(report, indent=2))
     return 0
 

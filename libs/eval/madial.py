@@ -132,7 +132,8 @@ async def run_madial(
     leads = {key: lead([r[key] for r in rows], [r[key] for r in baseline]) for key in ("recall@10", "mrr@20")}
     return {"dataset": "madial-bench-en", "memories": len(memories), "dialogues": len(rows), "query_mode": mode,
             "overall": summarise(rows), "bm25": {"overall": summarise(baseline)}, "lead_over_bm25": leads,
-            "latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)}}
+            "latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)},
+            "per_question": [{"system": mine, "bm25": theirs} for mine, theirs in zip(rows, baseline, strict=True)]}
 
 
 def _scores(ranked: Sequence[str], gold: set[str]) -> dict[str, float]:

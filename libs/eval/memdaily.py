@@ -138,4 +138,6 @@ async def run_memdaily(call: Call, path: str | Path, *, per_file: int | None = N
                     "lead_recall@5": lead([r["recall@5"] for r in system], [r["recall@5"] for r in baseline]),
                     "lead_mrr@10": lead([r["mrr@10"] for r in system], [r["mrr@10"] for r in baseline])},
         "by_type": by_kind, "latency_ms": latency_stats(latencies),
+        "per_question": [{"type": kind, "system": mine, "bm25": theirs}
+                         for kind, mine, theirs in zip(kinds, system, baseline, strict=True)],
     }

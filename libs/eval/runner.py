@@ -100,7 +100,8 @@ async def run_locomo(
     return {"dataset": "locomo", "k": k, "questions": len(rows), "skipped_unresolvable": skipped,
             "overall": summary(rows), "by_category": _by(rows, "category"), "latency_ms": _latency(latencies),
             "bm25": {"overall": summary(baseline), "by_category": _by(baseline, "category")},
-            "lead_over_bm25": leads}
+            "lead_over_bm25": leads,
+            "per_question": [{"system": mine, "bm25": theirs} for mine, theirs in zip(rows, baseline, strict=True)]}
 
 
 @dataclass
