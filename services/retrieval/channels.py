@@ -304,12 +304,18 @@ def personalized_pagerank(
     raise nx.PowerIterationFailedConvergence(iterations)
 
 
+# How many turns after a question its reply is looked for when the asker's own messages follow
+# it: chosen before measuring (a burst of a few messages), not tuned.
+REPLY_REACH = 4
+
+
 async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
     """Link every episode candidate with the turns next to it in its session (adding those turns).
 
-    Where one of two adjacent turns asks a question and the other is the next turn, said by
-    someone else, the question turn's `reply` is set to it: a question followed by its asker's
-    own next message (people chat in bursts) has not been answered there.
+    A question turn's `reply` is the first turn after it that someone else said, within
+    REPLY_REACH turns: people chat in bursts, so a question is often followed by more of its
+    asker's own messages before the answer comes. A reply further away than the next turn is
+    linked as a neighbour too (it is the next turn of the other side of the conversation).
     """
     hits = [c.id for c in pool.values() if c.kind == "episode"]
     if not hits:
@@ -321,6 +327,7 @@ async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str
                 {**params, "ids": hits, "radius": 1, "question_pattern": q.QUESTION_PATTERN},
             )
         ).fetchall()
+    in_burst: list[str] = []  # questions whose next turn their own speaker said
     for nb_id, hit_id, cos, step, hit_asks, nb_asks, other_speaker in rows:
         ident, hit = str(nb_id), str(hit_id)
         if ident not in pool:
@@ -331,3 +338,25 @@ async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str
             pool[hit].reply = ident
         elif step == -1 and nb_asks and other_speaker:
             pool[ident].reply = hit
+        elif step == 1 and hit_asks:
+            in_burst.append(hit)
+    if in_burst:
+        await _replies_past_a_burst(conn, pool, params, in_burst, org=org)
+
+
+async def _replies_past_a_burst(
+    conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], questions: list[str], *, org: str
+) -> None:
+    """Link each question turn whose next turn its own speaker said to the first turn within
+    REPLY_REACH that someone else said (added to the pool when missing)."""
+    with db_span("episode_replies", org=org):
+        rows = await (
+            await conn.execute(q.EPISODE_REPLIES, {**params, "ids": questions, "reach": REPLY_REACH})
+        ).fetchall()
+    for hit_id, reply_id, cos in rows:
+        hit, ident = str(hit_id), str(reply_id)
+        if ident not in pool:
+            pool[ident] = Candidate(id=ident, kind="episode", cos=float(cos))
+        pool[hit].reply = ident
+        pool[hit].neighbours.add(ident)
+        pool[ident].neighbours.add(hit)

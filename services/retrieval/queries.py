@@ -322,6 +322,18 @@ JOIN episodes nb
 WHERE hit.scope_id = ANY(%(scope_ids)s) AND hit.id = ANY(%(ids)s) AND hit.seq IS NOT NULL
   AND nb.kind <> 'write' AND nb.written_at <= %(at)s AND nb.embedding IS NOT NULL
 """
+# For a question turn followed by more turns of its own speaker: the first turn within `reach`
+# that someone else said, its reply (a burst of messages ends before the answer starts).
+EPISODE_REPLIES = """
+SELECT DISTINCT ON (hit.id) hit.id AS hit_id, nb.id, 1 - (nb.embedding <=> %(embedding)s) AS cos
+FROM episodes hit
+JOIN episodes nb
+  ON nb.scope_id = hit.scope_id AND nb.session_id = hit.session_id
+ AND nb.seq > hit.seq AND nb.seq <= hit.seq + %(reach)s AND nb.speaker <> hit.speaker
+WHERE hit.scope_id = ANY(%(scope_ids)s) AND hit.id = ANY(%(ids)s)
+  AND nb.kind <> 'write' AND nb.written_at <= %(at)s AND nb.embedding IS NOT NULL
+ORDER BY hit.id, nb.seq
+"""
 
 HYDRATE_FACTS = f"""
 SELECT {_FACT_COLUMNS}

@@ -99,10 +99,11 @@ async def test_query_memory_ranks_the_answer_first(stack: EchoStack, embedder: M
     assert (await ranked(FusionWeights()))[:2] == [ids[1], ids[0]]  # …the reply answers it
 
 
-async def test_a_question_followed_by_its_askers_own_message_gives_no_credit(stack: EchoStack, embedder: MiniLM) -> None:
-    # People chat in bursts: the turn after Nate's question is Nate's own, so it is no reply, and
-    # ranking with the credit on must be ranking without it. Without speakers, the next turn is
-    # taken for the reply as before.
+async def test_a_question_followed_by_its_askers_own_message_credits_the_other_speakers_answer(
+    stack: EchoStack, embedder: MiniLM
+) -> None:
+    # People chat in bursts: the turn after Nate's question is Nate's own, so it is no reply; the
+    # reply is Joanna's turn after it. Without speakers, the next turn is taken for the reply.
     turns = [
         ("Nate", "Nate: Where did you get the ideas for your characters?"),
         ("Nate", "Nate: I went fishing with my uncle yesterday, by the way."),
@@ -111,8 +112,7 @@ async def test_a_question_followed_by_its_askers_own_message_gives_no_credit(sta
     question = "Where does Joanna get the ideas for her characters?"
 
     async def ranked(with_speakers: bool, weights: FusionWeights) -> list[int]:
-        session = "burst"
-        episodes = [{"content": text, "session_id": session, "seq": i, **({"speaker": who} if with_speakers else {})}
+        episodes = [{"content": text, "session_id": "burst", "seq": i, **({"speaker": who} if with_speakers else {})}
                     for i, (who, text) in enumerate(turns)]
         scope = f"reply-{'speakers' if with_speakers else 'anonymous'}-{'credit' if weights.reply else 'none'}"
         await stack.admin_call("writes", "scope_create", {"name": scope})
@@ -124,5 +124,7 @@ async def test_a_question_followed_by_its_askers_own_message_gives_no_credit(sta
                                             embedder, RetrievalSettings(fusion=weights))
         return [ids.index(item.id) for item in result.results]
 
-    assert await ranked(True, FusionWeights()) == await ranked(True, NO_CREDIT)
-    assert await ranked(False, FusionWeights()) != await ranked(False, NO_CREDIT)  # the credit went to turn 1
+    assert await ranked(True, NO_CREDIT) == [0, 2, 1]  # the question turn matches best
+    assert await ranked(True, FusionWeights()) == [2, 0, 1]  # Joanna's answer, past Nate's own message
+    anonymous = await ranked(False, FusionWeights())
+    assert anonymous.index(1) < anonymous.index(2)  # with no speakers the next turn took the credit
