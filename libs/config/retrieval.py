@@ -17,10 +17,10 @@ from pydantic import BaseModel, Field
 class FusionWeights(BaseModel):
     """fused = cos + (lexical + coordination·[matched ≥ min(3, query terms)])·bm25/max_bm25
     + proximity·prox/max_bm25 (+ graph·ppr/max_ppr for facts); for episodes, a turn that asks a
-    question gives reply·its value to the next turn of its session when another speaker said it
-    (or no speaker is recorded) and loses question_penalty·its value (when that reply is a
-    candidate too), then + neighbour·best such value of the adjacent turns. Ranking only; the
-    `score` callers see is always the cosine.
+    question gives reply·its value to its reply (the first turn of its session after it that another
+    speaker said, within a few turns; the next turn when no speaker is recorded) and loses
+    question_penalty·its value (when that reply is a candidate too), then + neighbour·best such
+    value of the adjacent turns. Ranking only; the `score` callers see is always the cosine.
 
     Facts get no plain BM25 boost: on agent-facts any boost for one or two shared words pulls
     distractors above true paraphrases, while matching three query words (or every word of a

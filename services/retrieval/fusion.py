@@ -5,8 +5,8 @@ the query (weights per corpus, because exact words matter far more for chat turn
 one-line facts), with two lexical refinements on the same scale: coordination (more weight when
 an item matches three or more distinct query words) and proximity (query word pairs that occur
 close together, in order, in the item); PageRank adds a small graph boost to facts. Turns that
-ask a question pass a share of their value to the reply (the next turn of the session, when
-another speaker said it) and keep a little less themselves: a question in the conversation
+ask a question pass a share of their value to the reply (the first turn after it that another
+speaker said, channels.neighbours) and keep a little less themselves: a question in the conversation
 matches a later question about the same thing in words and meaning, but the answer is in the
 reply. Then a turn inherits a share of the best adjacent turn's value (evidence often sits next
 to the match).
