@@ -40,18 +40,21 @@ class FusionWeights(BaseModel):
     fact_coordination: float = Field(
         0.05, description="extra max-normalised BM25 for a fact that matches min(3, query terms) distinct terms"
     )
+    # Turns get neither refinement: tuned on LoCoMo (coordination 0.3, proximity 0.8), together they
+    # gave it +0.006 recall@10 and +0.018 MRR@10 but cost MADial-Bench 0.043 recall@10 and MemDaily
+    # 0.005 recall@5, both outside the paired intervals (docs/BENCHMARKS.md, "Heuristics across datasets").
     episode_coordination: float = Field(
-        0.3, description="extra max-normalised BM25 for a turn that matches min(3, query terms) distinct terms"
+        0.0, description="extra max-normalised BM25 for a turn that matches min(3, query terms) distinct terms"
     )
     fact_proximity: float = Field(
         0.1, description="weight of proximity (query word pairs close together, idf) / max BM25 for facts"
     )
     episode_proximity: float = Field(
-        0.8, description="weight of proximity (query word pairs close together, idf) / max BM25 for episodes"
+        0.0, description="weight of proximity (query word pairs close together, idf) / max BM25 for episodes"
     )
     graph: float = Field(0.05, description="weight of max-normalised personalized PageRank for facts")
     reply: float = Field(
-        0.6, description="share of a question turn's value added to its reply (the next turn of the session)"
+        0.6, description="share of a question turn's value added to its reply (the next turn another speaker said)"
     )
     question_penalty: float = Field(
         0.2, description="share of its own value a question turn loses when its reply is a candidate too"
