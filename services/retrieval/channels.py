@@ -41,8 +41,8 @@ class Candidate:
     prox: float = 0.0
     channels: set[str] = field(default_factory=set)
     neighbours: set[str] = field(default_factory=set)
-    # For a turn that asks a question: the id of the next turn of its session when another
-    # speaker said it, its reply (set by `neighbours` when that turn is a candidate too).
+    # For a turn that asks a question: its reply, the first turn of its session after it that
+    # another speaker said (set by `neighbours`, which adds that turn to the pool).
     reply: str | None = None
 
 
