@@ -93,17 +93,17 @@ class Coalescer:
             run.add_done_callback(self._runs.discard)
 
     def _take(self) -> list[_Request]:
-        while self._waiting and self._waiting[0].vectors.done():  # its caller was cancelled while it waited
-            self._waiting.popleft()
-        # A share of what waits, not all of it: lanes free up one at a time, and a run that took
-        # everything would leave the next free core idle while it works alone.
-        pending = sum(len(r.texts) for r in self._waiting if not r.vectors.done())
-        cap = min(MAX_TEXTS_PER_RUN, -(-pending // self._lanes))
+        cap = MAX_TEXTS_PER_RUN
+        if self._share:
+            # A share of what waits, not all of it: lanes free up one at a time, and a run that took
+            # everything would leave the next free core idle while it works alone.
+            pending = sum(len(r.texts) for r in self._waiting if not r.vectors.done())
+            cap = min(cap, -(-pending // self._lanes))
         batch: list[_Request] = []
         count = 0
         while self._waiting:
             head = self._waiting[0]
-            if head.vectors.done():
+            if head.vectors.done():  # its caller was cancelled while it waited
                 self._waiting.popleft()
                 continue
             if batch and count + len(head.texts) > cap:
@@ -141,7 +141,6 @@ class _Counted:
     """The model's `embed`, counting its runs (each call is one run of a shared batch or one request)."""
 
     def __init__(self, model: MiniLM) -> None:
-        self.model = model
         self.runs = 0
         self.real = model.embed
 
@@ -165,7 +164,7 @@ async def measure(callers: list[int], rounds: int, lanes: int) -> dict[str, Any]
         "take_all": lambda q: take_all.vectors([q]),
         "share": lambda q: share.vectors([q]),
     }
-    for ask in ways.values():  # warm both paths (first runs allocate ONNX Runtime's buffers)
+    for ask in ways.values():  # warm every way (first runs allocate ONNX Runtime's buffers)
         for _ in range(5):
             await _round(ask, max(callers), 0)
     report: dict[str, Any] = {"lanes": lanes, "rounds": rounds, "levels": []}

@@ -17,6 +17,7 @@ async def test_shared_runs_give_each_caller_its_own_vector(embedder: MiniLM) -> 
         runs.append(len(texts))
         return embedder.embed(texts)
 
+    sizes: dict[bool, list[int]] = {}
     for share in (False, True):
         runs.clear()
         coalescer = Coalescer(embed, 2, share=share)
@@ -24,6 +25,10 @@ async def test_shared_runs_give_each_caller_its_own_vector(embedder: MiniLM) -> 
         np.testing.assert_allclose(np.concatenate(got), embedder.embed(QUERIES), atol=1e-5)
         assert sum(runs) == len(QUERIES)
         assert len(runs) < len(QUERIES)  # the callers that found both lanes busy shared runs
+        sizes[share] = list(runs)
+    # The first two callers find a lane each; a freed lane then takes every waiting text, or its share.
+    assert sizes[False] == [1, 1, len(QUERIES) - 2]
+    assert max(sizes[True]) <= -(-(len(QUERIES) - 2) // 2) and len(sizes[True]) > 3
 
 
 async def test_the_report_has_every_way_at_every_level() -> None:
