@@ -107,10 +107,11 @@ def _plan(args: argparse.Namespace) -> Any:
     if args.experiment == "chat-shape":
         from lab import chat_shape
         from lab.fusion_grid import parse_grid
-        from libs.config.retrieval import FusionWeights
+        from libs.config.retrieval import RetrievalSettings
 
-        parse_grid(args.spec, FusionWeights())  # a bad spec stops here, before anything starts
-        return chat_shape.run(datasets.dataset(datasets.LOCOMO, args.locomo_path), args.spec,
+        retrieval = RetrievalSettings()
+        grid = parse_grid(args.spec, retrieval.fusion)  # a bad spec stops here, before anything starts
+        return chat_shape.run(datasets.dataset(datasets.LOCOMO, args.locomo_path), grid, retrieval,
                               conversations=args.conversations, questions=args.questions)
     from lab import fusion_grid
     from libs.config.retrieval import RetrievalSettings

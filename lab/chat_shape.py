@@ -14,8 +14,8 @@ stays with the last one) and scores both shapes in one run:
 - each row re-runs fusion under one weighting.
 
 Prints per shape and weighting recall@10, hit@10, MRR@10 and session@10. This experiment is why
-the reply credit goes only to a next message another speaker sent (lab/NOTES.md, "Chat-shaped
-LoCoMo").
+a question's reply is the first turn another speaker said, past its asker's own burst (lab/NOTES.md,
+"Episode heuristics off the set they were tuned on").
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab.fusion_grid import capture_conversations, parse_grid, run_grid
-from libs.config.retrieval import RetrievalSettings
+from lab.fusion_grid import capture_conversations, run_grid
+from libs.config.retrieval import FusionWeights, RetrievalSettings
 from libs.eval import locomo
 from libs.eval.system import throwaway_stack
 
@@ -59,12 +59,11 @@ def chat_shaped(conv: locomo.Conversation) -> tuple[locomo.Conversation, dict[st
 
 
 async def run(
-    path: str | Path, spec: str, *, conversations: int | None = None, questions: int | None = None,
+    path: str | Path, grid: list[FusionWeights], settings: RetrievalSettings, *,
+    conversations: int | None = None, questions: int | None = None,
 ) -> dict[str, Any]:
-    """Both shapes of the first `conversations` conversations, scored under every weighting of `spec`
-    (lab/fusion_grid.py's syntax; the service's weights come first)."""
-    settings = RetrievalSettings()
-    grid = parse_grid(spec, settings.fusion) if spec else [settings.fusion]
+    """Both shapes of the first `conversations` conversations, scored under every weighting of
+    `grid` (from `parse_grid(spec, settings.fusion)`, so the service's weights come first)."""
     convs = locomo.load(path)[:conversations]
     reshaped = [chat_shaped(conv) for conv in convs]
     turn_of = {ident: turn for _, mapping in reshaped for ident, turn in mapping.items()}
