@@ -54,7 +54,8 @@ class FusionWeights(BaseModel):
     )
     graph: float = Field(0.05, description="weight of max-normalised personalized PageRank for facts")
     reply: float = Field(
-        0.6, description="share of a question turn's value added to its reply (the next turn another speaker said)"
+        0.6, description="share of a question turn's value added to its reply (the first turn after it that another "
+        "speaker said, within a few turns)"
     )
     question_penalty: float = Field(
         0.2, description="share of its own value a question turn loses when its reply is a candidate too"
