@@ -27,11 +27,15 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 TOKENIZER_PATH = Path(__file__).with_name("minilm-tokenizer.json")
 MAX_TOKENS = 256  # what sentence-transformers uses for this model
 
-_WORD_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+# Han, kana and Hangul: scripts an LLM tokenizer splits about a character per token, and that
+# `\w+` would take as one word per clause (a 17-character Chinese sentence counted as 3 tokens).
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD_RE = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+|[^\w\s]", re.UNICODE)
 
 
 def count_tokens(text: str) -> int:
-    """Approximate LLM tokens of `text` (words and punctuation, ×1.3): cheap, stable, monotone."""
+    """Approximate LLM tokens of `text`: words, CJK characters and punctuation, ×1.3. Cheap,
+    stable, monotone; what `max_tokens` budgets and every tokens-per-recall figure count."""
     return max(1, round(len(_WORD_RE.findall(text)) * 1.3))
 
 
