@@ -33,7 +33,9 @@ def compare(base: Path, other: Path) -> dict[str, Any]:
         raise ValueError(f"{base} ({base_set}, {len(before)} questions) and {other} ({other_set}, "
                          f"{len(after)} questions) are not the same questions")
     metrics: dict[str, Any] = {}
-    for name in (k for k, v in before[0].items() if isinstance(v, float)) if before else ():
+    # A metric one report lacks (added to the harness after the other was run) is not compared.
+    shared = [k for k, v in before[0].items() if isinstance(v, float) and k in after[0]] if before else []
+    for name in shared:
         old = [row[name] for row in before]
         new = [row[name] for row in after]
         paired = lead(new, old)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from libs.eval.bm25 import BM25, lead
-from libs.eval.metrics import hit_at, percentile, recall_at, reciprocal_rank, summarise
+from libs.eval.metrics import hit_at, percentile, recall_at, recall_tokens, reciprocal_rank, summarise
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 MEMORY_FILE = "MADial-Bench-en-memory.json"
@@ -107,7 +107,9 @@ def ndcg_at(ranked: Sequence[str], gold: set[str], k: int) -> float:
 async def run_madial(
     call: Call, path: str | Path, *, dialogues: int | None = None, mode: str = "context", scope: str | None = None,
 ) -> dict[str, Any]:
-    """recall@1/5/10/20, hit@5/10, MRR@20 and nDCG@5/10 with 95% bootstrap intervals, and latency."""
+    """recall@1/5/10/20, hit@5/10, MRR@20 and nDCG@5/10 with 95% bootstrap intervals, latency, and
+    `tokens@10`: what the top-10 recall puts in an agent's context, for the system and for BM25."""
+    from libs.embed import count_tokens
     from libs.eval.runner import new_scope
 
     if mode not in QUERY_MODES:
@@ -122,13 +124,16 @@ async def run_madial(
     baseline: list[dict[str, float]] = []
     latencies: list[float] = []
     index = BM25({m.id: m.event for m in memories})  # the same texts the system was given
+    tokens_of = {m.id: count_tokens(m.event) for m in memories}  # as the server counts a document
     for dialogue in items[:dialogues]:
         query = query_text(dialogue, mode)[:4000]
         started = time.perf_counter()
         result = await call("retrieval", "query_memory", {"query": query, "scope": scope, "top_k": max(KS)})
         latencies.append((time.perf_counter() - started) * 1000)
-        rows.append(_scores([memory_of.get(item["id"], "?") for item in result["results"]], dialogue.relevant))
-        baseline.append(_scores(index.rank(query, max(KS)), dialogue.relevant))
+        rows.append(_scores([memory_of.get(item["id"], "?") for item in result["results"]], dialogue.relevant)
+                    | {"tokens@10": recall_tokens([int(item["tokens"]) for item in result["results"]])})
+        ranked = index.rank(query, max(KS))
+        baseline.append(_scores(ranked, dialogue.relevant) | {"tokens@10": recall_tokens([tokens_of[m] for m in ranked])})
     leads = {key: lead([r[key] for r in rows], [r[key] for r in baseline]) for key in ("recall@10", "mrr@20")}
     return {"dataset": "madial-bench-en", "memories": len(memories), "dialogues": len(rows), "query_mode": mode,
             "overall": summarise(rows), "bm25": {"overall": summarise(baseline)}, "lead_over_bm25": leads,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from libs.eval.bm25 import BM25, lead
-from libs.eval.metrics import hit_at, latency_stats, recall_at, reciprocal_rank, summarise
+from libs.eval.metrics import hit_at, latency_stats, recall_at, recall_tokens, reciprocal_rank, summarise
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 FOLDER = "messages_and_QAs"
@@ -102,7 +102,9 @@ def scores(ranked: list[str], gold: set[str]) -> dict[str, float]:
 
 
 async def run_memdaily(call: Call, path: str | Path, *, per_file: int | None = None) -> dict[str, Any]:
-    """Scores per type and overall for the system and for BM25, the system's lead, and latency."""
+    """Scores per type and overall for the system and for BM25, the system's lead, latency, and
+    `tokens@10`: what the top-10 recall puts in an agent's context, for the system and for BM25."""
+    from libs.embed import count_tokens
     from libs.eval.runner import new_scope
 
     system: list[dict[str, float]] = []
@@ -118,12 +120,15 @@ async def run_memdaily(call: Call, path: str | Path, *, per_file: int | None = N
         imported = await call("writes", "import_episodes", {"scope": scope, "episodes": episodes})
         mid_of = dict(zip(imported["episode_ids"], (m.mid for m in trajectory.messages), strict=True))
         index = BM25({m.mid: m.text for m in trajectory.messages})
+        tokens_of = {m.mid: count_tokens(m.text) for m in trajectory.messages}  # as the server counts a turn
         for question, gold in trajectory.questions:
             started = time.perf_counter()
             result = await call("retrieval", "query_memory", {"query": question, "scope": scope, "top_k": max(KS)})
             latencies.append((time.perf_counter() - started) * 1000)
-            system.append(scores([mid_of.get(r["id"], "?") for r in result["results"]], gold))
-            baseline.append(scores(index.rank(question, max(KS)), gold))
+            system.append(scores([mid_of.get(r["id"], "?") for r in result["results"]], gold)
+                          | {"tokens@10": recall_tokens([int(r["tokens"]) for r in result["results"]])})
+            ranked = index.rank(question, max(KS))
+            baseline.append(scores(ranked, gold) | {"tokens@10": recall_tokens([tokens_of[m] for m in ranked])})
             kinds.append(trajectory.kind)
     by_kind: dict[str, dict[str, Any]] = {}
     grouped: dict[str, list[int]] = defaultdict(list)

@@ -25,6 +25,17 @@ def reciprocal_rank(ranked: Sequence[str], gold: set[str], k: int | None = None)
     return 0.0
 
 
+# Tokens per recall are counted over the top ten, the recall an agent makes, whatever depth a
+# harness ranks to, so every set's figure means the same thing.
+RECALL_DEPTH = 10
+
+
+def recall_tokens(tokens: Sequence[int]) -> float:
+    """Tokens a recall puts in an agent's context: the sum over the first RECALL_DEPTH items of a
+    ranking, given each item's token count in rank order (0.0 for an empty ranking)."""
+    return float(sum(tokens[:RECALL_DEPTH]))
+
+
 def latency_stats(values: Sequence[float]) -> dict[str, float]:
     """p50 and p95 (nearest rank, ms rounded to 0.01) and the count of `values`."""
     return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2), "n": len(values)}

@@ -18,7 +18,7 @@ from typing import Any
 
 from libs.eval import agent_facts, locomo, longmemeval
 from libs.eval.bm25 import BM25, lead
-from libs.eval.metrics import hit_at, percentile, recall_at, reciprocal_rank, summarise
+from libs.eval.metrics import hit_at, percentile, recall_at, recall_tokens, reciprocal_rank, summarise
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 IMPORT_CHUNK = 500
@@ -75,7 +75,10 @@ async def run_locomo(
     call: Call, path: str | Path, *, conversations: int | None = None, questions: int | None = None,
     k: int = 10, show: bool = False,
 ) -> dict[str, Any]:
-    """recall@k, hit@k, MRR@k and session@k (share of evidence sessions reached) per category and overall."""
+    """recall@k, hit@k, MRR@k and session@k (share of evidence sessions reached) per category and overall,
+    and `tokens`: what the top-10 recall puts in an agent's context, for the system and for BM25."""
+    from libs.embed import count_tokens
+
     rows: list[dict[str, Any]] = []
     baseline: list[dict[str, Any]] = []
     latencies: list[float] = []
@@ -85,15 +88,18 @@ async def run_locomo(
         by_id = await import_conversation(call, scope, conv, show)
         session_of = {t.dia_id: t.session for t in conv.turns}
         index_bm25 = BM25({t.dia_id: t.content for t in conv.turns})  # the same texts the system was given
+        tokens_of = {t.dia_id: count_tokens(t.content) for t in conv.turns}  # as the server counts a turn
         asked = conv.questions[:questions]
         skipped += conv.skipped
         for index, qa in enumerate(asked, start=1):
             asked_one = await ask_locomo(call, scope, qa, by_id, session_of, k)
             latencies.append(asked_one.latency_ms)
             category = locomo.CATEGORIES[qa.category]
-            rows.append({"category": category, **asked_one.scores})
+            rows.append({"category": category, **asked_one.scores,
+                         "tokens": recall_tokens([int(item["tokens"]) for item in asked_one.items])})
             ranked = index_bm25.rank(qa.question, k)
-            baseline.append({"category": category, **locomo_scores(ranked, set(qa.evidence), session_of, k)})
+            baseline.append({"category": category, **locomo_scores(ranked, set(qa.evidence), session_of, k),
+                             "tokens": recall_tokens([tokens_of[d] for d in ranked])})
             if show and (index % 25 == 0 or index == len(asked)):
                 progress(f"query {conv.sample_id}", index, len(asked))
     leads = {key: lead([r[key] for r in rows], [r[key] for r in baseline]) for key in ("recall", "mrr")}
@@ -144,7 +150,8 @@ LONGMEMEVAL_KS = (5, 10)
 async def run_longmemeval(
     call: Call, questions: list[longmemeval.Question], *, show: bool = False
 ) -> dict[str, Any]:
-    """Session recall@5/@10, all@5/@10 and MRR per question type and overall, with 95% bootstrap intervals.
+    """Session recall@5/@10, all@5/@10 and MRR per question type and overall, with 95% bootstrap intervals,
+    and `tokens@10`: what the first ten turns of the ranking put in an agent's context.
 
     Each question's haystack is imported into a scope of its own and the question asked there.
     Questions with no evidence to find (abstention questions, or no answer sessions) are skipped
@@ -166,7 +173,8 @@ async def run_longmemeval(
         latencies.append((time.perf_counter() - started) * 1000)
         ranked = [session_of.get(item["id"], "?") for item in result["results"]]
         rows.append({"type": question.question_type, "question_id": question.question_id,
-                     **longmemeval_scores(ranked, set(question.answer_session_ids))})
+                     **longmemeval_scores(ranked, set(question.answer_session_ids)),
+                     "tokens@10": recall_tokens([int(item["tokens"]) for item in result["results"]])})
         if show:
             progress("longmemeval", index, len(questions))
     by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from libs.cli.main import main
+from libs.embed import count_tokens
 from libs.eval import longmemeval
 from libs.eval.runner import longmemeval_scores, run_longmemeval
 from libs.testing import EchoStack
@@ -93,6 +94,11 @@ async def test_every_question_is_asked_in_its_own_haystack(stack: EchoStack) -> 
     per_scope = await sql(stack.database_url, SCOPE_TURNS)
     haystacks = sorted(sum(len(s.turns) for s in q.sessions) for q in longmemeval.load(FIXTURE) if q.has_evidence)
     assert sorted(n for _, n in per_scope) == haystacks
+    # Tokens per recall: the first ten turns returned, never more than the whole haystack holds.
+    for question in longmemeval.load(FIXTURE):
+        if question.has_evidence:
+            whole = sum(count_tokens(f"{t.role}: {t.content}") for s in question.sessions for t in s.turns)
+            assert 0 < rows[question.question_id]["tokens@10"] <= whole
 
 
 async def test_the_command_runs_end_to_end_against_the_running_system(

@@ -64,6 +64,18 @@ async def test_the_harness_scores_the_system_and_bm25_in_one_run(stack: EchoStac
     assert "mean" in report["overall"]["lead_recall@5"]
 
 
+async def test_tokens_per_recall_count_chinese_by_the_character(stack: EchoStack) -> None:
+    report = await memdaily.run_memdaily(stack.admin_call, FIXTURE)
+    price = report["per_question"][0]
+    # BM25 finds the two conference messages, 16 Han characters and a full stop each: 2 × round(17 × 1.3).
+    assert price["bm25"]["tokens@10"] == 44.0
+    # The system returns the answer (22 tokens) and at most every message of the trajectory.
+    every = sum(round(len(m.text) * 1.3) for m in memdaily.load(FIXTURE)[0].messages)
+    assert 22.0 <= price["system"]["tokens@10"] <= every
+    overall = report["overall"]
+    assert overall["system"]["tokens@10"] == round(sum(q["system"]["tokens@10"] for q in report["per_question"]) / 2, 4)
+
+
 def test_the_command_refuses_a_folder_without_memdaily_files(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "libs.cli", "eval-external", "memdaily", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
