@@ -61,6 +61,15 @@ class FusionWeights(BaseModel):
         0.2, description="share of its own value a question turn loses when its reply is a candidate too"
     )
     neighbour: float = Field(0.15, description="share of an adjacent turn's fused score added to a turn")
+    # Max-normalised BM25 gave the best word match the whole lexical boost however little of the
+    # query it covered; a long query (a dialogue, a prompt) then lifted an item sharing one word
+    # above the item that meant the same. Floors 0–1 on every set: MADial-Bench gains with the
+    # floor (0.25: MRR@20 +0.038, R@5 +0.028; 0.5: +0.079, +0.054), LoCoMo and MemDaily are
+    # unchanged at 0.25 and lose a little from 0.5 on (docs/BENCHMARKS.md, "The lexical floor").
+    lexical_floor: float = Field(
+        0.25, description="BM25 is normalised by max(best match, this × what an item holding every query term once "
+        "would score): the best match gets the whole lexical boost only when it covers enough of the query"
+    )
 
 
 class QualityGates(BaseModel):

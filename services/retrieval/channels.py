@@ -39,6 +39,9 @@ class Candidate:
     matched: int = 0
     terms: int = 0
     prox: float = 0.0
+    # What BM25 gives an average-length item of this corpus that holds every query term the
+    # corpus knows once (the sum of their idfs): how much lexical evidence the query could have.
+    lex_ideal: float = 0.0
     channels: set[str] = field(default_factory=set)
     neighbours: set[str] = field(default_factory=set)
     # For a turn that asks a question: its reply, the first turn of its session after it that
@@ -152,11 +155,12 @@ async def lexical(
         rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
     # In BM25 mode the first row alone carries the query's positions and idfs (see `_bm25`).
     query_positions, idfs = (rows[0][6], rows[0][7]) if rows else (None, None)
+    ideal = sum(float(v) for v in (idfs or {}).values())
     for ident, lex, cos, matched, terms, doc_positions, _, _ in rows:
         if lex and float(lex) > 0:
             _add(pool, (ident, cos), kind, "lexical", lex=float(lex))
             cand = pool[str(ident)]
-            cand.matched, cand.terms = int(matched), int(terms)
+            cand.matched, cand.terms, cand.lex_ideal = int(matched), int(terms), ideal
             if doc_positions and query_positions and int(matched) >= 2:
                 cand.prox = proximity(query_positions, doc_positions, idfs or {})
 

@@ -1,8 +1,10 @@
 """Fusion: one ranking from the channels' candidates. Pure, so the eval sweep can re-run it.
 
 Dense is the primary signal; BM25 is an additive boost normalised by the best lexical score of
-the query (weights per corpus, because exact words matter far more for chat turns than for
-one-line facts), with two lexical refinements on the same scale: coordination (more weight when
+the query, or by `lexical_floor` × what an item holding every query term once would score when
+the best match covers less of the query than that (so a long query's one shared word does not earn
+the whole boost), with weights per corpus, because exact words matter far more for chat turns than
+for one-line facts, and with two lexical refinements on the same scale: coordination (more weight when
 an item matches three or more distinct query words) and proximity (query word pairs that occur
 close together, in order, in the item); PageRank adds a small graph boost to facts. Turns that
 ask a question pass a share of their value to the reply (the first turn after it that another
@@ -37,6 +39,9 @@ def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tu
     """
     on = set(channels)
     max_lex = {kind: max((c.lex for c in pool.values() if c.kind == kind), default=0.0) for kind in ("fact", "episode")}
+    for kind in max_lex:  # the lexical floor; ts_rank rows carry no ideal, so it never acts there
+        ideal = max((c.lex_ideal for c in pool.values() if c.kind == kind), default=0.0)
+        max_lex[kind] = max(max_lex[kind], weights.lexical_floor * ideal)
     max_graph = max((c.graph for c in pool.values()), default=0.0)
     lex_weight = {"fact": weights.fact_lexical, "episode": weights.episode_lexical}
     coord_weight = {"fact": weights.fact_coordination, "episode": weights.episode_coordination}
