@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     shape.add_argument("--conversations", type=int, help="only the first N conversations")
     shape.add_argument("--questions", type=int, help="only the first N questions of each")
 
+    month = sub.add_parser("named-month", help="LoCoMo with a bonus for turns dated in the month a question names")
+    month.add_argument("--bonuses", default="0,0.1,0.2,0.3", help="bonuses to try, comma-separated (0: as shipped)")
+    month.add_argument("--locomo-path", help="locomo10.json (default: locomo/ in the datasets folder)")
+    month.add_argument("--conversations", type=int, help="only the first N conversations")
+
     paired = sub.add_parser("paired", help="two eval-external --json reports compared question by question")
     paired.add_argument("base", help="the report to compare against")
     paired.add_argument("other", help="the report of the change")
@@ -73,6 +78,16 @@ def _sizes(text: str) -> list[int]:
     if not sizes or any(size < 1 for size in sizes):
         raise ValueError("--sizes takes positive integers, e.g. 1000,10000")
     return sizes
+
+
+def _bonuses(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or any(value < 0 for value in values):
+        raise ValueError("--bonuses takes numbers of 0 or more, e.g. 0,0.1,0.3")
+    return values
 
 
 def _plan(args: argparse.Namespace) -> Any:
@@ -104,6 +119,11 @@ def _plan(args: argparse.Namespace) -> Any:
         return gates.run(datasets.dataset(datasets.AGENT_FACTS), datasets.dataset(datasets.LOCOMO),
                          datasets.dataset(datasets.MADIAL), datasets.dataset(datasets.MEMDAILY),
                          conversations=args.locomo, per_type=args.memdaily_per_type, dialogues=args.madial)
+    if args.experiment == "named-month":
+        from lab import named_month
+
+        return named_month.run(datasets.dataset(datasets.LOCOMO, args.locomo_path), _bonuses(args.bonuses),
+                               conversations=args.conversations)
     if args.experiment == "chat-shape":
         from lab import chat_shape
         from lab.fusion_grid import parse_grid
