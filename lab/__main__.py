@@ -70,24 +70,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes or any(size < 1 for size in sizes):
-        raise ValueError("--sizes takes positive integers, e.g. 1000,10000")
-    return sizes
-
-
-def _bonuses(text: str) -> list[float]:
+def _numbers(text: str, flag: str, *, least: float, rule: str) -> list[float]:
+    """The comma-separated numbers of `flag`, each at least `least`; ValueError with `rule` otherwise."""
     try:
         values = [float(part) for part in text.split(",") if part.strip()]
     except ValueError:
         values = []
-    if not values or any(value < 0 for value in values):
-        raise ValueError("--bonuses takes numbers of 0 or more, e.g. 0,0.1,0.3")
+    if not values or any(value < least for value in values):
+        raise ValueError(f"{flag} takes {rule}")
     return values
+
+
+def _sizes(text: str) -> list[int]:
+    values = _numbers(text, "--sizes", least=1, rule="positive integers, e.g. 1000,10000")
+    if any(value != int(value) for value in values):
+        raise ValueError("--sizes takes positive integers, e.g. 1000,10000")
+    return [int(value) for value in values]
+
+
+def _bonuses(text: str) -> list[float]:
+    return _numbers(text, "--bonuses", least=0, rule="numbers of 0 or more, e.g. 0,0.1,0.3")
 
 
 def _plan(args: argparse.Namespace) -> Any:
