@@ -154,15 +154,15 @@ async def lexical(
         # (measured at 100k facts: 14 ms instead of 5).
         rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
     # In BM25 mode the first row alone carries the query's positions and idfs (see `_bm25`).
-    query_positions, idfs = (rows[0][6], rows[0][7]) if rows else (None, None)
-    ideal = sum(float(v) for v in (idfs or {}).values())
+    query_positions, idfs = (rows[0][6], rows[0][7] or {}) if rows else (None, {})
+    ideal = sum(float(v) for v in idfs.values())
     for ident, lex, cos, matched, terms, doc_positions, _, _ in rows:
         if lex and float(lex) > 0:
             _add(pool, (ident, cos), kind, "lexical", lex=float(lex))
             cand = pool[str(ident)]
             cand.matched, cand.terms, cand.lex_ideal = int(matched), int(terms), ideal
             if doc_positions and query_positions and int(matched) >= 2:
-                cand.prox = proximity(query_positions, doc_positions, idfs or {})
+                cand.prox = proximity(query_positions, doc_positions, idfs)
 
 
 PROXIMITY_WINDOW = 3

@@ -38,10 +38,7 @@ def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tu
     interleaved by `_merge_corpora`.
     """
     on = set(channels)
-    max_lex = {kind: max((c.lex for c in pool.values() if c.kind == kind), default=0.0) for kind in ("fact", "episode")}
-    for kind in max_lex:  # the lexical floor; ts_rank rows carry no ideal, so it never acts there
-        ideal = max((c.lex_ideal for c in pool.values() if c.kind == kind), default=0.0)
-        max_lex[kind] = max(max_lex[kind], weights.lexical_floor * ideal)
+    lex_norm = _lexical_norms(pool, weights.lexical_floor)
     max_graph = max((c.graph for c in pool.values()), default=0.0)
     lex_weight = {"fact": weights.fact_lexical, "episode": weights.episode_lexical}
     coord_weight = {"fact": weights.fact_coordination, "episode": weights.episode_coordination}
@@ -50,8 +47,8 @@ def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tu
     base: dict[str, float] = {}
     for cand in pool.values():
         value = cand.cos if "dense" in on else 0.0
-        if "lexical" in on and max_lex[cand.kind] > 0 and cand.lex > 0:
-            top = max_lex[cand.kind]
+        if "lexical" in on and lex_norm[cand.kind] > 0 and cand.lex > 0:
+            top = lex_norm[cand.kind]
             value += lex_weight[cand.kind] * cand.lex / top
             if cand.terms and cand.matched >= min(COORDINATION_TERMS, cand.terms):
                 value += coord_weight[cand.kind] * cand.lex / top
@@ -71,6 +68,17 @@ def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tu
         fused.append((cand, value))
     fused.sort(key=lambda item: (-item[1], -item[0].cos, item[0].id))
     return _merge_corpora(fused)
+
+
+def _lexical_norms(pool: Pool, floor: float) -> dict[str, float]:
+    """Per corpus, what its BM25 scores are divided by: the best of them, or `floor` × the query's
+    ideal score when that is larger (ts_rank rows carry no ideal, so the floor never acts there)."""
+    best = dict.fromkeys(("fact", "episode"), 0.0)
+    ideal = dict.fromkeys(best, 0.0)
+    for cand in pool.values():
+        best[cand.kind] = max(best[cand.kind], cand.lex)
+        ideal[cand.kind] = max(ideal[cand.kind], cand.lex_ideal)
+    return {kind: max(best[kind], floor * ideal[kind]) for kind in best}
 
 
 def _merge_corpora(fused: list[tuple[Candidate, float]]) -> list[tuple[Candidate, float]]:
