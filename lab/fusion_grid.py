@@ -142,6 +142,11 @@ def score(captured: list[Captured], weights: FusionWeights, channels: tuple[str,
                       item.gold, item.session_of, K)
         for item in captured
     ]
+    return means(rows)
+
+
+def means(rows: list[dict[str, float]]) -> dict[str, float]:
+    """The mean of LoCoMo's four figures over `rows` (4 decimals; 0.0 for no rows)."""
     names = ("recall", "hit", "mrr", "session")
     return {name: round(statistics.fmean(row[name] for row in rows), 4) if rows else 0.0 for name in names}
 

@@ -12,7 +12,6 @@ name a month, for each bonus (0 is the shipped ranking).
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from lab.fusion_grid import Captured, K, capture
+from lab.fusion_grid import Captured, K, capture, means
 from libs.config.retrieval import RetrievalSettings
 from libs.eval.runner import locomo_scores
 from libs.eval.system import throwaway_stack
@@ -81,12 +80,7 @@ def score(captured: list[Captured], when: dict[str, datetime], settings: Retriev
         every.append(row)
         if span is not None:
             named.append(row)
-
-    def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-        return {key: round(statistics.fmean(r[key] for r in rows), 4) if rows else 0.0
-                for key in ("recall", "hit", "mrr", "session")}
-
-    return {"bonus": bonus, "all": mean(every), "naming_a_month": {"questions": len(named), **mean(named)}}
+    return {"bonus": bonus, "all": means(every), "naming_a_month": {"questions": len(named), **means(named)}}
 
 
 async def run(path: str | Path, bonuses: list[float], *, conversations: int | None = None) -> dict[str, Any]:
