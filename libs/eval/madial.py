@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from libs.eval.bm25 import BM25, lead
-from libs.eval.metrics import hit_at, percentile, recall_at, recall_tokens, reciprocal_rank, summarise
+from libs.eval.metrics import hit_at, percentile, recall_at, recall_tokens, reciprocal_rank, returned_tokens, summarise
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 MEMORY_FILE = "MADial-Bench-en-memory.json"
@@ -131,7 +131,7 @@ async def run_madial(
         result = await call("retrieval", "query_memory", {"query": query, "scope": scope, "top_k": max(KS)})
         latencies.append((time.perf_counter() - started) * 1000)
         rows.append(_scores([memory_of.get(item["id"], "?") for item in result["results"]], dialogue.relevant)
-                    | {"tokens@10": recall_tokens([int(item["tokens"]) for item in result["results"]])})
+                    | {"tokens@10": returned_tokens(result["results"])})
         ranked = index.rank(query, max(KS))
         baseline.append(_scores(ranked, dialogue.relevant) | {"tokens@10": recall_tokens([tokens_of[m] for m in ranked])})
     leads = {key: lead([r[key] for r in rows], [r[key] for r in baseline]) for key in ("recall@10", "mrr@20")}

@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from libs.eval.bm25 import BM25, lead
-from libs.eval.metrics import hit_at, latency_stats, recall_at, recall_tokens, reciprocal_rank, summarise
+from libs.eval.metrics import (
+    hit_at,
+    latency_stats,
+    recall_at,
+    recall_tokens,
+    reciprocal_rank,
+    returned_tokens,
+    summarise,
+)
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 FOLDER = "messages_and_QAs"
@@ -126,7 +134,7 @@ async def run_memdaily(call: Call, path: str | Path, *, per_file: int | None = N
             result = await call("retrieval", "query_memory", {"query": question, "scope": scope, "top_k": max(KS)})
             latencies.append((time.perf_counter() - started) * 1000)
             system.append(scores([mid_of.get(r["id"], "?") for r in result["results"]], gold)
-                          | {"tokens@10": recall_tokens([int(r["tokens"]) for r in result["results"]])})
+                          | {"tokens@10": returned_tokens(result["results"])})
             ranked = index.rank(question, max(KS))
             baseline.append(scores(ranked, gold) | {"tokens@10": recall_tokens([tokens_of[m] for m in ranked])})
             kinds.append(trajectory.kind)

@@ -36,6 +36,11 @@ def recall_tokens(tokens: Sequence[int]) -> float:
     return float(sum(tokens[:RECALL_DEPTH]))
 
 
+def returned_tokens(results: Sequence[Mapping[str, Any]]) -> float:
+    """`recall_tokens` of a query_memory answer's `results`, by the `tokens` the server counted."""
+    return recall_tokens([int(item["tokens"]) for item in results])
+
+
 def latency_stats(values: Sequence[float]) -> dict[str, float]:
     """p50 and p95 (nearest rank, ms rounded to 0.01) and the count of `values`."""
     return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2), "n": len(values)}

@@ -18,7 +18,7 @@ from typing import Any
 
 from libs.eval import agent_facts, locomo, longmemeval
 from libs.eval.bm25 import BM25, lead
-from libs.eval.metrics import hit_at, percentile, recall_at, recall_tokens, reciprocal_rank, summarise
+from libs.eval.metrics import hit_at, percentile, recall_at, recall_tokens, reciprocal_rank, returned_tokens, summarise
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 IMPORT_CHUNK = 500
@@ -96,7 +96,7 @@ async def run_locomo(
             latencies.append(asked_one.latency_ms)
             category = locomo.CATEGORIES[qa.category]
             rows.append({"category": category, **asked_one.scores,
-                         "tokens": recall_tokens([int(item["tokens"]) for item in asked_one.items])})
+                         "tokens": returned_tokens(asked_one.items)})
             ranked = index_bm25.rank(qa.question, k)
             baseline.append({"category": category, **locomo_scores(ranked, set(qa.evidence), session_of, k),
                              "tokens": recall_tokens([tokens_of[d] for d in ranked])})
@@ -174,7 +174,7 @@ async def run_longmemeval(
         ranked = [session_of.get(item["id"], "?") for item in result["results"]]
         rows.append({"type": question.question_type, "question_id": question.question_id,
                      **longmemeval_scores(ranked, set(question.answer_session_ids)),
-                     "tokens@10": recall_tokens([int(item["tokens"]) for item in result["results"]])})
+                     "tokens@10": returned_tokens(result["results"])})
         if show:
             progress("longmemeval", index, len(questions))
     by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
