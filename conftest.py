@@ -23,20 +23,20 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.store.schema import apply_migrations
+from echo_memory.libs.testing import EchoStack, server_dir
+from echo_memory.libs.testing.tiers import Handlers, rolled_back
 from lab.datasets import ENV as DATASETS_ENV
 from lab.datasets import datasets_dir
-from libs.embed import MiniLM
-from libs.store.schema import apply_migrations
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.supervisor.postgres import EmbeddedPostgres
-from libs.testing import EchoStack, server_dir
-from libs.testing.tiers import Handlers, rolled_back
 
 TEMPLATE = "echo_template"
 
 
-# Async tests run on the event loop the product runs on (libs/eventloop.py): pytest-asyncio makes
+# Async tests run on the event loop the product runs on (libs/server/eventloop.py): pytest-asyncio makes
 # its loops from the current policy. (Its loop-factory hook would parametrize the async tests and
 # so reorder them; tests/e2e/test_up.py relies on file order.)
 try:
@@ -180,7 +180,7 @@ def spans() -> InMemorySpanExporter:
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
-from libs.telemetry import export_spans_to, setup_tracing  # noqa: E402
+from echo_memory.libs.server.telemetry import export_spans_to, setup_tracing  # noqa: E402
 
 _SPANS = InMemorySpanExporter()
 export_spans_to(SimpleSpanProcessor(_SPANS))

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from echo_memory.libs.server import eventloop
 from lab import datasets
 from lab.datasets import DatasetMissing
-from libs import eventloop
 
 USAGE_ERROR = 2
 
@@ -127,16 +127,16 @@ def _plan(args: argparse.Namespace) -> Any:
         return named_month.run(datasets.dataset(datasets.LOCOMO, args.locomo_path), _bonuses(args.bonuses),
                                conversations=args.conversations)
     if args.experiment == "chat-shape":
+        from echo_memory.libs.core.config.retrieval import RetrievalSettings
         from lab import chat_shape
         from lab.fusion_grid import parse_grid
-        from libs.config.retrieval import RetrievalSettings
 
         retrieval = RetrievalSettings()
         grid = parse_grid(args.spec, retrieval.fusion)  # a bad spec stops here, before anything starts
         return chat_shape.run(datasets.dataset(datasets.LOCOMO, args.locomo_path), grid, retrieval,
                               conversations=args.conversations, questions=args.questions)
+    from echo_memory.libs.core.config.retrieval import RetrievalSettings
     from lab import fusion_grid
-    from libs.config.retrieval import RetrievalSettings
 
     retrieval = RetrievalSettings()
     grid = fusion_grid.parse_grid(args.spec, retrieval.fusion)

@@ -22,19 +22,19 @@ from typing import Any
 import psycopg
 from pydantic import SecretStr
 
-from libs.cli.audit_commands import admin_session
-from libs.cli.backup import export_to, import_lines, read_export_file
-from libs.config import Settings
-from libs.contracts.audit import EXPORT_PAGE_BYTES
-from libs.orgs import register_org
-from libs.service.runner import start_service
-from libs.store.schema import apply_migrations
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.supervisor.postgres import EmbeddedPostgres
-from libs.testing import server_dir
-from libs.testing.backup_store import StoreSize, build_store, table_checksums
-from services.audit.app import routes
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.audit import EXPORT_PAGE_BYTES
+from echo_memory.libs.local.cli.audit_commands import admin_session
+from echo_memory.libs.local.cli.backup import export_to, import_lines, read_export_file
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres
+from echo_memory.libs.server.orgs import register_org
+from echo_memory.libs.server.service.runner import start_service
+from echo_memory.libs.server.store.schema import apply_migrations
+from echo_memory.libs.testing import server_dir
+from echo_memory.libs.testing.backup_store import StoreSize, build_store, table_checksums
+from echo_memory.services.audit.app import routes
 
 SOURCE, TARGET = "bench-source", "bench-target"
 

@@ -25,8 +25,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from libs.eval.system import throwaway_stack
-from libs.testing import EchoStack
+from echo_memory.libs.local.eval.system import throwaway_stack
+from echo_memory.libs.testing import EchoStack
 
 AGENTS = ("claude-code", "cursor", "codex", "windsurf")
 PROJECTS = ("checkout", "platform", "billing")

@@ -25,10 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from echo_memory.libs.core.config.retrieval import FusionWeights, RetrievalSettings
+from echo_memory.libs.local.eval import locomo
+from echo_memory.libs.local.eval.system import throwaway_stack
 from lab.fusion_grid import capture_conversations, run_grid
-from libs.config.retrieval import FusionWeights, RetrievalSettings
-from libs.eval import locomo
-from libs.eval.system import throwaway_stack
 
 # A sentence ends at ., ! or ? (or one closing quote or bracket after it) before whitespace.
 _SENTENCE_END = re.compile(r"(?<=[.!?][\"')\]])\s+|(?<=[.!?])\s+")

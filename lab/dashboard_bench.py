@@ -3,7 +3,7 @@
     python lab/dashboard_bench.py --facts 1000,10000 [--runs 3] [--screenshots docs/images]
 
 Starts a throw-away embedded Postgres and nats-server with every service, restores the invented
-demo org (libs/demo/seed.py, real embeddings) once per size into its own scope, starts the
+demo org (libs/local/demo/seed.py, real embeddings) once per size into its own scope, starts the
 dashboard, and opens it `--runs` times per size in a fresh browser page (Debian's chromium driven
 by Playwright). Per size it prints the median over the runs of: the browser's first contentful
 paint, the moment the graph was first drawn (`graph-painted` performance mark, both from
@@ -27,15 +27,15 @@ from typing import Any
 import psycopg
 from playwright.async_api import Page, async_playwright
 
-from libs.bus.broker import make_broker
-from libs.cli.dashboard_commands import seed_scope
-from libs.embed import MiniLM
-from libs.store.schema import apply_migrations
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.supervisor.postgres import EmbeddedPostgres
-from libs.testing import EchoStack, server_dir
-from services.dashboard.app import RunningDashboard, start_dashboard
+from echo_memory.libs.local.cli.dashboard_commands import seed_scope
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.store.schema import apply_migrations
+from echo_memory.libs.testing import EchoStack, server_dir
+from echo_memory.services.dashboard.app import RunningDashboard, start_dashboard
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

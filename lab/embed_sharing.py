@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from libs.embed import MiniLM
+from echo_memory.libs.server.embed import MiniLM
 
 QUERIES = [
     "which database holds the invoices", "who moved CI to GitHub Actions", "how is the Stripe key rotated",

@@ -14,9 +14,9 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from libs.embed import MiniLM
-from services.writes import resolution_eval as ev
-from services.writes.entities import DEFER_AT, MERGE_AT
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.services.writes import resolution_eval as ev
+from echo_memory.services.writes.entities import DEFER_AT, MERGE_AT
 
 OLD_COSINE_THRESHOLD = 0.81
 

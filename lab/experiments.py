@@ -1,13 +1,13 @@
 """Agent-facts quality across store sizes (sweep), with channels switched off (ablation), and
 beside imported turns (mixed): `python -m lab sweep|ablate|mixed`.
 
-All three run on a throw-away system (libs/eval/system.py), never on the user's memory: the sweep
+All three run on a throw-away system (libs/local/eval/system.py), never on the user's memory: the sweep
 pads the store with thousands of synthetic distractor facts, and the ablation restarts the
 retrieval service with one channel switched off (ECHO_MEMORY_CHANNELS), which only a system the
 command owns may do.
 
 - sweep: the 200 agent-facts are written first (through `write_episode`, as `echo-memory eval`
-  does), then the scope is padded with synthetic engineering facts (libs/eval/synthetic.py,
+  does), then the scope is padded with synthetic engineering facts (libs/local/eval/synthetic.py,
   written in batches of 50) up to each size, and the 100 queries are asked again. Each size
   reports hit@1, hit@10, MRR with 95% bootstrap intervals and the paired MRR change against the
   unpadded store.
@@ -29,10 +29,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from libs.eval import agent_facts, synthetic
-from libs.eval.metrics import bootstrap_ci
-from libs.eval.runner import Call, new_scope, progress, rank_agent_facts, write_agent_facts
-from libs.eval.system import channel_settings, restart_service, stack_call, throwaway_stack
+from echo_memory.libs.local.eval import agent_facts, synthetic
+from echo_memory.libs.local.eval.metrics import bootstrap_ci
+from echo_memory.libs.local.eval.runner import Call, new_scope, progress, rank_agent_facts, write_agent_facts
+from echo_memory.libs.local.eval.system import channel_settings, restart_service, stack_call, throwaway_stack
 
 ALL_CHANNELS = ("dense", "lexical", "graph", "neighbour")
 DEFAULT_SWEEP = (1_000, 10_000)
@@ -88,7 +88,7 @@ async def run_sweep(
         points.append({"facts": stored, "distractors": stored - len(data.facts), **_summary(rows),
                        "mrr_vs_unpadded": _paired(rows, base)})
     return {"dataset": "agent-facts", "experiment": "sweep", "distractors": "synthetic engineering facts "
-            "(libs/eval/synthetic.py, seed 23)", "points": points}
+            "(libs/local/eval/synthetic.py, seed 23)", "points": points}
 
 
 async def run_ablation(
@@ -96,7 +96,7 @@ async def run_ablation(
     show: bool = False,
 ) -> dict[str, Any]:
     """Every channel switched off in turn; `restart(channels_json | None)` restarts retrieval."""
-    from libs.eval.runner import run_locomo
+    from echo_memory.libs.local.eval.runner import run_locomo
 
     data = agent_facts.load(path)
     scope = await new_scope(call, "eval-ablate")
@@ -131,8 +131,8 @@ async def run_mixed(
     call: Call, path: str | Path, locomo_path: str | Path, conversations: int, *, show: bool = False
 ) -> dict[str, Any]:
     """agent-facts and LoCoMo turns in one scope against each in a scope of its own."""
-    from libs.eval import locomo
-    from libs.eval.runner import ask_locomo, import_conversation, summary
+    from echo_memory.libs.local.eval import locomo
+    from echo_memory.libs.local.eval.runner import ask_locomo, import_conversation, summary
 
     data = agent_facts.load(path)
     convs = locomo.load(locomo_path)[:conversations]

@@ -25,18 +25,18 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector_async
 
-from libs.config.retrieval import FusionWeights, RetrievalSettings
-from libs.contracts.bus import Caller
-from libs.contracts.query import QueryMemoryInput
-from libs.embed import MiniLM, settle
-from libs.eval import locomo
-from libs.eval.runner import import_conversation, locomo_scores, new_scope
-from libs.eval.system import stack_call, throwaway_stack
-from libs.store.access import resolve_read_scopes
-from libs.testing import EchoStack
-from services.retrieval import search
-from services.retrieval.channels import Pool
-from services.retrieval.fusion import fuse
+from echo_memory.libs.core.config.retrieval import FusionWeights, RetrievalSettings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.query import QueryMemoryInput
+from echo_memory.libs.local.eval import locomo
+from echo_memory.libs.local.eval.runner import import_conversation, locomo_scores, new_scope
+from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
+from echo_memory.libs.server.embed import MiniLM, settle
+from echo_memory.libs.server.store.access import resolve_read_scopes
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.retrieval import search
+from echo_memory.services.retrieval.channels import Pool
+from echo_memory.services.retrieval.fusion import fuse
 
 K = 10
 

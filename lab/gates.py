@@ -18,12 +18,18 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from libs.config.retrieval import QualityGates, RetrievalSettings
-from libs.eval import agent_facts, locomo
-from libs.eval.madial import run_madial
-from libs.eval.memdaily import run_memdaily
-from libs.eval.runner import import_conversation, measure_agent_facts, new_scope, run_locomo, write_agent_facts
-from libs.eval.system import restart_service, stack_call, throwaway_stack
+from echo_memory.libs.core.config.retrieval import QualityGates, RetrievalSettings
+from echo_memory.libs.local.eval import agent_facts, locomo
+from echo_memory.libs.local.eval.madial import run_madial
+from echo_memory.libs.local.eval.memdaily import run_memdaily
+from echo_memory.libs.local.eval.runner import (
+    import_conversation,
+    measure_agent_facts,
+    new_scope,
+    run_locomo,
+    write_agent_facts,
+)
+from echo_memory.libs.local.eval.system import restart_service, stack_call, throwaway_stack
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 OFF = QualityGates.off()

@@ -2,9 +2,9 @@
 
     python -m lab.hook_latency --runs 40 [--facts 200]
 
-Starts a throw-away system (libs/eval/system.py), stores FACTS facts, wires a temp config dir the
+Starts a throw-away system (libs/local/eval/system.py), stores FACTS facts, wires a temp config dir the
 way `hooks install` does (the hook's token and the edge URL in hook-tokens.json), then runs
-`python -m libs.cli hook recall --client claude-code` N times with Claude Code's UserPromptSubmit
+`python -m echo_memory.libs.local.cli hook recall --client claude-code` N times with Claude Code's UserPromptSubmit
 JSON on stdin, one at a time, and times each from spawn to exit. Also times, the same way, a
 trivial prompt (start, parse, skip: the floor of any hook) and `python -c pass` (the interpreter
 alone), and in-process the MCP round trips alone (initialize, tools/call, DELETE). Prints JSON.
@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from libs import eventloop
-from libs.eval.metrics import percentile
-from libs.eval.system import throwaway_stack
-from libs.hookrun.events import parse
-from libs.hookrun.recall import recall
+from echo_memory.libs.local.eval.metrics import percentile
+from echo_memory.libs.local.eval.system import throwaway_stack
+from echo_memory.libs.local.hookrun.events import parse
+from echo_memory.libs.local.hookrun.recall import recall
+from echo_memory.libs.server import eventloop
 
 PROMPTS = [
     "Where does the billing service keep its invoices?",
@@ -82,7 +82,7 @@ async def _measure(runs: int, facts: int) -> dict[str, Any]:
         (config / "hook-tokens.json").write_text(json.dumps({"clients": {"claude-code": {"token": token,
                                                                                        "url": stack.url}}}))
         env = {**os.environ, "ECHO_MEMORY_CONFIG_DIR": str(config)}
-        hook = [sys.executable, "-m", "libs.cli", "hook", "recall", "--client", "claude-code"]
+        hook = [sys.executable, "-m", "echo_memory.libs.local.cli", "hook", "recall", "--client", "claude-code"]
 
         def payload(prompt: str) -> str:
             return json.dumps({"session_id": "bench", "transcript_path": None, "cwd": os.getcwd(),

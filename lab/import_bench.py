@@ -29,18 +29,18 @@ from pathlib import Path
 import psycopg
 from pydantic import SecretStr
 
-from libs.config import Settings
-from libs.embed import MiniLM
-from libs.history.sources import SOURCE_NAMES
-from libs.orgs import register_org
-from libs.service.runner import start_service
-from libs.store.schema import apply_migrations
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.supervisor.postgres import EmbeddedPostgres
-from libs.testing import server_dir
-from libs.testing.history_synth import write_history
-from services.writes.app import routes
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.local.history.sources import SOURCE_NAMES
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.orgs import register_org
+from echo_memory.libs.server.service.runner import start_service
+from echo_memory.libs.server.store.schema import apply_migrations
+from echo_memory.libs.testing import server_dir
+from echo_memory.libs.testing.history_synth import write_history
+from echo_memory.services.writes.app import routes
 
 ORG = "bench-import"
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ _PEAK = ("import atexit, sys\n"
          "        out.write(next(line.split()[1] for line in s if line.startswith('VmHWM')))\n"
          "atexit.register(_peak)\n"
          "sys.argv = ['echo-memory', *sys.argv[2:]]\n"
-         "from libs.cli.main import main\n"
+         "from echo_memory.libs.local.cli.main import main\n"
          "sys.exit(main())\n")
 
 

@@ -19,12 +19,12 @@ from typing import Any
 
 import psycopg
 
+from echo_memory.libs.core.config.retrieval import RetrievalSettings
+from echo_memory.libs.local.eval.runner import locomo_scores
+from echo_memory.libs.local.eval.system import throwaway_stack
+from echo_memory.services.retrieval.channels import Candidate
+from echo_memory.services.retrieval.fusion import fuse
 from lab.fusion_grid import Captured, K, capture, means
-from libs.config.retrieval import RetrievalSettings
-from libs.eval.runner import locomo_scores
-from libs.eval.system import throwaway_stack
-from services.retrieval.channels import Candidate
-from services.retrieval.fusion import fuse
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from libs.eval.bm25 import lead
+from echo_memory.libs.local.eval.bm25 import lead
 
 
 def _rows(path: Path) -> tuple[str, list[dict[str, float]]]:

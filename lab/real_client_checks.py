@@ -32,7 +32,8 @@ ANSI = re.compile(r"\x1b\[[0-9;?>]*[a-zA-Z]")
 
 
 def _echo(env: dict[str, str], *argv: str, cwd: Path | None = None) -> None:
-    done = subprocess.run([sys.executable, "-m", "libs.cli", *argv], env=env, cwd=cwd, capture_output=True, text=True)
+    argv_ = [sys.executable, "-m", "echo_memory.libs.local.cli", *argv]
+    done = subprocess.run(argv_, env=env, cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"echo-memory {' '.join(argv)} failed: {done.stderr or done.stdout}")
 

@@ -2,11 +2,11 @@
 
     python -m lab.write_profile --writes 60 --queries 60 --sizes 1000,10000
 
-Starts a throw-away system (libs/eval/system.py), loads one scope to each size (through
-write_episode up to 1k, then COPY via libs/eval/bulk.py), and sends N one-fact writes (a known
+Starts a throw-away system (libs/local/eval/system.py), loads one scope to each size (through
+write_episode up to 1k, then COPY via libs/local/eval/bulk.py), and sends N one-fact writes (a known
 entity by exact name and a new one declared `new`, as `echo-memory benchmark` does) and N
 query_memory calls over the bus, one at a time. Each request's step durations come from
-libs/telemetry/steps.py, switched on for this process only. Prints JSON: per size, the p50 and
+libs/server/telemetry/steps.py, switched on for this process only. Prints JSON: per size, the p50 and
 spread (p10–p90) of the client's round trip and of every step. Steps overlap where work runs at
 the same time (the embedding threads beside SQL), so they do not sum to the total.
 A measurement, not a test.
@@ -21,12 +21,12 @@ import sys
 import time
 from typing import Any
 
-from libs import eventloop
-from libs.eval import synthetic
-from libs.eval.bulk import copy_facts
-from libs.eval.runner import new_scope
-from libs.eval.system import stack_call, throwaway_stack
-from libs.telemetry import steps
+from echo_memory.libs.local.eval import synthetic
+from echo_memory.libs.local.eval.bulk import copy_facts
+from echo_memory.libs.local.eval.runner import new_scope
+from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
+from echo_memory.libs.server import eventloop
+from echo_memory.libs.server.telemetry import steps
 
 WARMUP = 10
 WRITE_PATH_MAX = 1000  # above this many facts, the store is loaded with COPY

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
-PRODUCT = (REPOSITORY / "services", REPOSITORY / "libs", REPOSITORY / "operator" / "echo_operator")
+PRODUCT = (REPOSITORY / "services", REPOSITORY / "libs", REPOSITORY / "operator" / "echo_memory.operator")
 _VERB = re.compile(r"\b(SELECT|INSERT INTO|UPDATE|DELETE FROM|WITH)\b")
 _CLAUSE = re.compile(r"\b(FROM|INTO|SET|WHERE|VALUES|AS)\b")
 # Functions that turn code constants into named SQL constants, called only at module level.

@@ -27,15 +27,15 @@ if unloadable:
 import networkx as nx  # noqa: E402
 
 MODULES = [
-    "libs.cli.main",
-    "echo_operator",
+    "echo_memory.libs.local.cli.main",
+    "echo_memory.operator",
     *(f"services.{name}.app" for name in ("edge", "writes", "retrieval", "causal", "audit", "reindex", "consolidation")),
 ]
 for module in MODULES:
     importlib.import_module(module)
 
-from libs.embed import MiniLM  # noqa: E402
-from services.retrieval.channels import personalized_pagerank  # noqa: E402
+from echo_memory.libs.server.embed import MiniLM  # noqa: E402
+from echo_memory.services.retrieval.channels import personalized_pagerank  # noqa: E402
 
 assert MiniLM().embed(["the billing API stores invoices in Postgres"]).shape == (1, 384)
 graph: nx.Graph = nx.Graph()

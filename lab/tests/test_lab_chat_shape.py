@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from echo_memory.libs.local.eval.locomo import Conversation, Question, Turn
 from lab.chat_shape import chat_shaped, sentences
-from libs.eval.locomo import Conversation, Question, Turn
 
 
 def _conversation() -> Conversation:

@@ -6,8 +6,8 @@ import asyncio
 
 import numpy as np
 
+from echo_memory.libs.server.embed import MiniLM
 from lab.embed_sharing import QUERIES, Coalescer, measure
-from libs.embed import MiniLM
 
 
 async def test_shared_runs_give_each_caller_its_own_vector(embedder: MiniLM) -> None:

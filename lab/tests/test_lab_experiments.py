@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from echo_memory.libs.local.eval.system import channel_settings, restart_service
+from echo_memory.libs.testing import EchoStack
 from lab.experiments import ALL_CHANNELS, run_ablation, run_mixed, run_sweep
-from libs.eval.system import channel_settings, restart_service
-from libs.testing import EchoStack
 
 pytestmark = pytest.mark.datasets
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from echo_memory.libs.core.config.retrieval import FusionWeights, RetrievalSettings
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.retrieval.fusion import fuse
 from lab import fusion_grid
-from libs.config.retrieval import FusionWeights, RetrievalSettings
-from libs.testing import EchoStack
-from services.retrieval.fusion import fuse
 
 
 def test_grid_spec_gives_every_combination_with_the_service_first() -> None:

@@ -6,9 +6,9 @@ from datetime import datetime
 
 import pytest
 
+from echo_memory.services.retrieval.channels import Candidate
 from lab.__main__ import main
 from lab.named_month import Span, named_span, with_bonus
-from services.retrieval.channels import Candidate
 
 
 def test_a_month_and_an_optional_year_are_read_from_the_question() -> None:

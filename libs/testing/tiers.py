@@ -22,18 +22,18 @@ import psycopg
 from faststream.nats import TestNatsBroker
 from pgvector.psycopg import register_vector_async
 
-from libs.bus.broker import make_broker
-from libs.bus.client import BusClient
-from libs.config import Settings
-from libs.contracts.bus import Caller, Request
-from libs.contracts.errors import from_info
-from libs.contracts.verbs import verb as verb_spec
-from libs.embed import MiniLM
-from libs.service.context import ServiceContext
-from libs.service.registry import SERVICES, service_info
-from libs.service.routes import Route, answer, build_router
-from libs.store import access
-from libs.store.pool import OrgDatabases
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.bus import Caller, Request
+from echo_memory.libs.core.contracts.errors import from_info
+from echo_memory.libs.core.contracts.verbs import verb as verb_spec
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.service.context import ServiceContext
+from echo_memory.libs.server.service.registry import SERVICES, service_info
+from echo_memory.libs.server.service.routes import Route, answer, build_router
+from echo_memory.libs.server.store import access
+from echo_memory.libs.server.store.pool import OrgDatabases
 
 # A broker that is never connected: the handler tier's services publish nothing.
 _UNUSED_NATS = "nats://127.0.0.1:1"

@@ -1,4 +1,4 @@
-"""``python -m echo_operator``: run the operator with settings from the environment."""
+"""``python -m echo_memory.operator``: run the operator with settings from the environment."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import logging
 
 import kopf
 
-from echo_operator.config import OperatorConfig
-from echo_operator.handlers import build_registry
+from echo_memory.operator.config import OperatorConfig
+from echo_memory.operator.handlers import build_registry
 
 
 def main() -> None:

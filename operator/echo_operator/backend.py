@@ -2,8 +2,8 @@
 
 :class:`Backend` is the seam: claiming and serving an org's name in the bus registry, creating scopes
 and issuing or revoking tokens in an org's database.  :class:`LiveBackend` calls the project's own
-``libs.orgs`` over one long-lived NATS connection (every call bounded by a timeout, so a NATS outage
-fails a reconcile in seconds) and ``libs.store.admin`` (sync psycopg calls run in a worker thread so
+``echo_memory.libs.server.orgs`` over one long-lived NATS connection (every call bounded by a timeout, so a NATS outage
+fails a reconcile in seconds) and ``echo_memory.libs.server.store.admin`` (sync psycopg calls run in a worker thread so
 kopf's loop never blocks); tests may pass another implementation through kopf's memo.
 """
 
@@ -60,7 +60,8 @@ class Backend(Protocol):
 
 
 class LiveBackend:
-    """The real implementation over ``libs.orgs`` (NATS KV) and ``libs.store.admin`` (Postgres)."""
+    """The real implementation over ``echo_memory.libs.server.orgs`` (NATS KV) and
+    ``echo_memory.libs.server.store.admin`` (Postgres)."""
 
     def __init__(self, nats_url: str, *, timeout: float = 5.0) -> None:
         self._nats_url = nats_url
@@ -79,8 +80,8 @@ class LiveBackend:
         """The one NATS connection of the process, opened on first use and reconnecting by itself."""
         import nats
 
-        from libs.bus.auth import connect_options, settings_credentials
-        from libs.config import load_settings
+        from echo_memory.libs.core.config import load_settings
+        from echo_memory.libs.server.bus.auth import connect_options, settings_credentials
 
         # The admin user's credentials (ECHO_MEMORY_NATS_USER/_PASSWORD, from the chart), replies on its inbox.
         auth = connect_options(settings_credentials(load_settings()))
@@ -94,7 +95,7 @@ class LiveBackend:
     async def claim_org(self, org: str, *, owner: str, database_url: str, serve: bool,
                         password_file: str | None = None) -> None:
         """Compare-and-set the org's entry in the ``echo-orgs`` KV bucket."""
-        from libs.orgs import OrgTaken, claim_org, without_password
+        from echo_memory.libs.server.orgs import OrgTaken, claim_org, without_password
 
         nc = await self._conn()
         try:
@@ -106,7 +107,7 @@ class LiveBackend:
 
     async def release_org(self, org: str, *, owner: str) -> bool:
         """Delete the org's entry from the ``echo-orgs`` KV bucket if ``owner`` holds it."""
-        from libs.orgs import release_org
+        from echo_memory.libs.server.orgs import release_org
 
         nc = await self._conn()
         return await self._bounded("a registry delete", release_org(nc, org, owner))
@@ -119,28 +120,28 @@ class LiveBackend:
 
     async def ensure_scope(self, database_url: str, *, name: str, description: str, readers: list[str],
                            writers: list[str], retention_days: int | None) -> None:
-        """Create or update the scope through ``libs.store.admin.ensure_scope``."""
-        from libs.store import admin
+        """Create or update the scope through ``echo_memory.libs.server.store.admin.ensure_scope``."""
+        from echo_memory.libs.server.store import admin
 
         await asyncio.to_thread(admin.ensure_scope, database_url, name=name, description=description,
                                 readers=readers, writers=writers, retention_days=retention_days)
 
     async def scope_stats(self, database_url: str) -> list[dict[str, Any]]:
-        """Per-scope fact counts through ``libs.store.admin.scope_stats``."""
-        from libs.store import admin
+        """Per-scope fact counts through ``echo_memory.libs.server.store.admin.scope_stats``."""
+        from echo_memory.libs.server.store import admin
 
         return list(await asyncio.to_thread(admin.scope_stats, database_url))
 
     async def issue_token(self, database_url: str, *, org: str, agent_id: str, read_scopes: list[str],
                           write_scopes: list[str]) -> str:
-        """Issue a token through ``libs.store.admin.issue_token``."""
-        from libs.store import admin
+        """Issue a token through ``echo_memory.libs.server.store.admin.issue_token``."""
+        from echo_memory.libs.server.store import admin
 
         return str(await asyncio.to_thread(admin.issue_token, database_url, org=org, agent_id=agent_id,
                                            read_scopes=read_scopes, write_scopes=write_scopes))
 
     async def revoke_agent_tokens(self, database_url: str, *, agent_id: str) -> int:
-        """Revoke tokens through ``libs.store.admin.revoke_agent_tokens``."""
-        from libs.store import admin
+        """Revoke tokens through ``echo_memory.libs.server.store.admin.revoke_agent_tokens``."""
+        from echo_memory.libs.server.store import admin
 
         return int(await asyncio.to_thread(admin.revoke_agent_tokens, database_url, agent_id=agent_id))

@@ -3,7 +3,7 @@
 Read with pydantic-settings like every other process. Only deployment facts
 come from the environment (the image to run migrations with, the NATS URL,
 the resync period); everything about an org comes from its custom resource.  ``__main__`` builds one :class:`OperatorConfig` and
-hands it to :func:`echo_operator.handlers.build_registry` and to kopf's memo.
+hands it to :func:`echo_memory.operator.handlers.build_registry` and to kopf's memo.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from echo_operator.manifests.pods import PodSettings
-
 ENV_PREFIX = "ECHO_OPERATOR_"
 
 
 class OperatorConfig(BaseSettings):
     """Settings of one operator process (``ECHO_OPERATOR_*``; the NATS URL also as ``ECHO_MEMORY_NATS_URL``)."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True, populate_by_name=True)
 
     image: str = Field("ghcr.io/echo-memory/echo-memory:latest",
                        description="image that runs `echo-memory init-db` in migration Jobs (the services' image)")
@@ -98,14 +96,10 @@ class OperatorConfig(BaseSettings):
                 values[name] = found
         return cls(**values)
 
-    def pod_settings(self) -> PodSettings:
-        """Pull secrets, scheduling, resources and pod metadata for the pods the operator makes."""
-        return PodSettings.model_validate(self.pod_settings_json)
-
     def target_schema_version(self) -> int:
         """The schema version migration Jobs apply: the configured one, else the code's."""
         if self.schema_version is not None:
             return self.schema_version
-        from libs.store.migrations import CODE_SCHEMA_VERSION  # the services' own code
+        from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION  # the services' own code
 
         return int(CODE_SCHEMA_VERSION)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from echo_operator.backend import Backend
-from echo_operator.config import OperatorConfig
-from echo_operator.kube import Kube
+from echo_memory.operator.backend import Backend
+from echo_memory.operator.config import OperatorConfig
+from echo_memory.operator.kube import Kube
 
 
 @dataclasses.dataclass(frozen=True)

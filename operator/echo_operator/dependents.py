@@ -1,7 +1,7 @@
 """Reconciliation of the objects that live inside an org: MemoryScope and MemoryAgent.
 
 Both wait for their MemoryOrg to be Ready, then act on the org's database
-through the :class:`~echo_operator.backend.Backend`.  Each function returns
+through the :class:`~echo_memory.operator.backend.Backend`.  Each function returns
 the complete new ``status`` block; waiting and backend failures become a
 ``Ready=False`` condition that the next resync re-examines.
 """
@@ -14,12 +14,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from echo_operator import conditions as c
-from echo_operator import names
-from echo_operator.context import Context
-from echo_operator.manifests import build_token_secret, owned_by
-from echo_operator.orgs import org_database_url
-from echo_operator.specs import AgentSpec, InvalidSpec, parse_agent, parse_scope
+from echo_memory.operator import conditions as c
+from echo_memory.operator import names
+from echo_memory.operator.context import Context
+from echo_memory.operator.manifests import build_token_secret, owned_by
+from echo_memory.operator.orgs import org_database_url
+from echo_memory.operator.specs import AgentSpec, InvalidSpec, parse_agent, parse_scope
 
 log = logging.getLogger(__name__)
 

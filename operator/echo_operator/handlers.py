@@ -7,7 +7,7 @@ reaction, and a delete hook (which makes kopf add our finalizer).  A
 per-object lock keeps the timer and the update hook from reconciling the
 same object at once.  The functions stay callable directly in tests with a
 ``kopf.Body``, a ``kopf.Patch`` and a memo holding a
-:class:`~echo_operator.context.Context`.
+:class:`~echo_memory.operator.context.Context`.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Any
 
 import kopf
 
-from echo_operator import names
-from echo_operator.backend import LiveBackend
-from echo_operator.config import OperatorConfig
-from echo_operator.context import Context
-from echo_operator.dependents import finalize_agent, reconcile_agent, reconcile_scope
-from echo_operator.kube import Kube
-from echo_operator.orgs import finalize_org, reconcile_org
+from echo_memory.operator import names
+from echo_memory.operator.backend import LiveBackend
+from echo_memory.operator.config import OperatorConfig
+from echo_memory.operator.context import Context
+from echo_memory.operator.dependents import finalize_agent, reconcile_agent, reconcile_scope
+from echo_memory.operator.kube import Kube
+from echo_memory.operator.orgs import finalize_org, reconcile_org
 
 Reconciler = Callable[[Context, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 

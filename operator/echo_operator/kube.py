@@ -25,7 +25,7 @@ from lightkube.generic_resource import (
 )
 from lightkube.types import PatchType
 
-from echo_operator import names
+from echo_memory.operator import names
 
 #: Every kind the operator touches, with its plural and whether it is namespaced.
 KINDS: dict[tuple[str, str], tuple[str, bool]] = {

@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from echo_operator import conditions as c
-from echo_operator import names
-from echo_operator.backend import OrgNameTaken
-from echo_operator.context import Context
-from echo_operator.kube import KubeError
-from echo_operator.manifests import (
+from echo_memory.operator import conditions as c
+from echo_memory.operator import names
+from echo_memory.operator.backend import OrgNameTaken
+from echo_memory.operator.context import Context
+from echo_memory.operator.kube import KubeError
+from echo_memory.operator.manifests import (
     b64,
     build_cnpg_cluster,
     build_connection_secret,
@@ -32,7 +32,8 @@ from echo_operator.manifests import (
     decode_secret,
     owned_by,
 )
-from echo_operator.specs import InvalidSpec, OrgSpec, parse_agent, parse_org
+from echo_memory.operator.manifests.pods import PodSettings
+from echo_memory.operator.specs import InvalidSpec, OrgSpec, parse_agent, parse_org
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,8 @@ async def _statefulset(ctx: Context, spec: OrgSpec, name: str, namespace: str) -
         sts = await ctx.kube.ensure(build_db_statefulset(
             org_resource=name, namespace=namespace, image=spec.image_name or ctx.config.postgres_image,
             storage=spec.storage, storage_class=spec.storage_class,
-            delete_volumes_with_set=spec.deletion_policy == "Delete", pod=ctx.config.pod_settings()))
+            delete_volumes_with_set=spec.deletion_policy == "Delete",
+            pod=PodSettings.model_validate(ctx.config.pod_settings_json)))
     if int((sts.get("status") or {}).get("readyReplicas") or 0) < 1:
         return DatabaseState(False, c.REASON_PROVISIONING, f"waiting for StatefulSet {sts_name} to be ready",
                              "Provisioning database", secret_name)
@@ -276,7 +278,7 @@ async def reconcile_org(ctx: Context, body: Mapping[str, Any]) -> dict[str, Any]
         job_manifest = owned_by(build_migration_job(
             org_resource=name, namespace=namespace, schema_version=target, image=ctx.config.image,
             image_pull_policy=ctx.config.image_pull_policy, secret_name=db.secret_name or "",
-            secret_key=db.secret_key, pod=ctx.config.pod_settings()), body)
+            secret_key=db.secret_key, pod=PodSettings.model_validate(ctx.config.pod_settings_json)), body)
         job = await ctx.kube.ensure(job_manifest)
         job_name = job["metadata"]["name"]
         out.field("migrationJob", job_name)

@@ -124,7 +124,9 @@ def parse_scope(name: str, spec: Mapping[str, Any]) -> ScopeSpec:
     scope = spec.get("scopeName") or name
     if not isinstance(scope, str) or not re.match(r"^[a-z0-9][a-z0-9._-]{0,127}$", scope):
         raise InvalidSpec(f"spec.scopeName must be lowercase letters, digits, '.', '_' or '-', got {scope!r}")
-    from libs.store.access import BUILTIN_SCOPES  # the project's one list, imported as backend.py does
+    from echo_memory.libs.server.store.access import (
+        BUILTIN_SCOPES,  # the project's one list, imported as backend.py does
+    )
 
     if scope in BUILTIN_SCOPES:
         raise InvalidSpec(f"spec.scopeName {scope!r} is a built-in scope; it always exists and cannot be declared")
@@ -143,7 +145,7 @@ def parse_agent(name: str, spec: Mapping[str, Any]) -> AgentSpec:
     agent_id = spec.get("agentId") or name
     if not isinstance(agent_id, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", agent_id):
         raise InvalidSpec(f"spec.agentId must be letters, digits, '.', '_' or '-', got {agent_id!r}")
-    from libs.store.access import is_reserved_agent
+    from echo_memory.libs.server.store.access import is_reserved_agent
 
     if is_reserved_agent(agent_id):
         raise InvalidSpec(f"spec.agentId {agent_id!r} is reserved for the operator identity; no token can carry it")

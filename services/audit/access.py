@@ -1,4 +1,4 @@
-"""The audit verbs' access checks, all decided by `libs.store.access`.
+"""The audit verbs' access checks, all decided by `echo_memory.libs.server.store.access`.
 
 `get_audit_log` and `why` span every scope the caller may read; export and import move a whole
 org's memory and are for the admin identity only.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import psycopg
 
-from libs.contracts.bus import Caller
-from libs.store.access import Scope, accessible_scopes, require_admin
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.server.store.access import Scope, accessible_scopes, require_admin
 
 __all__ = ["readable_scopes", "require_admin"]
 

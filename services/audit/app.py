@@ -6,14 +6,14 @@ request, so it commits whole or not at all.
 
 from __future__ import annotations
 
-from libs.service.context import ServiceContext
-from libs.service.routes import Route, on_connection
-from services.audit.dashboard import dashboard_graph, entity_facts, recall_cost
-from services.audit.export import export_page
-from services.audit.health import health
-from services.audit.importer import import_restore, import_stage
-from services.audit.log import get_audit_log
-from services.audit.why import why
+from echo_memory.libs.server.service.context import ServiceContext
+from echo_memory.libs.server.service.routes import Route, on_connection
+from echo_memory.services.audit.dashboard import dashboard_graph, entity_facts, recall_cost
+from echo_memory.services.audit.export import export_page
+from echo_memory.services.audit.health import health
+from echo_memory.services.audit.importer import import_restore, import_stage
+from echo_memory.services.audit.log import get_audit_log
+from echo_memory.services.audit.why import why
 
 
 def routes(ctx: ServiceContext) -> list[Route]:

@@ -1,6 +1,6 @@
 """The dashboard's read verbs: dashboard_graph, entity_facts, recall_cost.
 
-Reads only, within the scopes the caller may read (`libs.store.access`); an entity in a scope the
+Reads only, within the scopes the caller may read (`echo_memory.libs.server.store.access`); an entity in a scope the
 caller may not read is reported as not found, like an unknown id. The SQL is in the
 `dashboard_*.sql` files next to this module.
 """
@@ -16,8 +16,8 @@ from typing import Any, Literal
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.bus import Caller
-from libs.contracts.dashboard import (
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.dashboard import (
     CLUSTER_NODES,
     AgentRecallCost,
     Cluster,
@@ -35,17 +35,17 @@ from libs.contracts.dashboard import (
     RecallCostInput,
     RecallCostResult,
 )
-from libs.contracts.errors import InvalidArgument, NotFound
-from libs.contracts.instants import Instant, parse_span
-from libs.store.access import Scope, public_name, resolve_read_scopes
-from services.audit import graph_layout
-from services.audit.access import readable_scopes
+from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
+from echo_memory.libs.core.contracts.instants import Instant, parse_span
+from echo_memory.libs.server.store.access import Scope, public_name, resolve_read_scopes
+from echo_memory.services.audit import graph_layout
+from echo_memory.services.audit.access import readable_scopes
 
 
 @cache
 def sql(name: str) -> str:
     """The statement in `services/audit/<name>.sql`."""
-    return resources.files("services.audit").joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    return resources.files("echo_memory.services.audit").joinpath(f"{name}.sql").read_text(encoding="utf-8")
 
 
 async def dashboard_graph(conn: psycopg.AsyncConnection, caller: Caller, args: GraphInput) -> GraphResult:

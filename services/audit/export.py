@@ -23,7 +23,7 @@ from pgvector import Vector
 from psycopg.rows import dict_row
 from pydantic import TypeAdapter, ValidationError
 
-from libs.contracts.audit import (
+from echo_memory.libs.core.contracts.audit import (
     EXPORT_VERSION,
     MAX_EXPORT_PAGE_BYTES,
     SECTIONS,
@@ -33,12 +33,12 @@ from libs.contracts.audit import (
     ExportRecord,
     ExportResume,
 )
-from libs.contracts.bus import Caller
-from libs.contracts.errors import Internal, InvalidArgument, NotFound
-from libs.store.schema import read_version_async
-from services.audit import export_queries as xq
-from services.audit import queries as q
-from services.audit.access import require_admin
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import Internal, InvalidArgument, NotFound
+from echo_memory.libs.server.store.schema import read_version_async
+from echo_memory.services.audit import export_queries as xq
+from echo_memory.services.audit import queries as q
+from echo_memory.services.audit.access import require_admin
 
 _RECORD: TypeAdapter[Any] = TypeAdapter(ExportRecord)
 _KEYS = ("k1", "k2", "k3")

@@ -13,8 +13,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.bus import Caller
-from libs.contracts.health import (
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.health import (
     AgentWrites,
     CalibrationState,
     CheckStatus,
@@ -25,13 +25,13 @@ from libs.contracts.health import (
     HealthResult,
     LexicalState,
 )
-from libs.contracts.identity import ADMIN_AGENT
-from libs.contracts.reindex import CODE_EMBEDDING_MODEL as CODE_MODEL
-from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
-from libs.store.access import Scope, accessible_scopes, require_admin, resolve_scope, token_grants
-from libs.store.migrations import CODE_SCHEMA_VERSION
-from libs.store.schema import read_version_async
-from services.audit.health_queries import sql
+from echo_memory.libs.core.contracts.identity import ADMIN_AGENT
+from echo_memory.libs.core.contracts.reindex import CODE_EMBEDDING_MODEL as CODE_MODEL
+from echo_memory.libs.core.contracts.reindex import LEXICAL_FORMAT_VERSION
+from echo_memory.libs.server.store.access import Scope, accessible_scopes, require_admin, resolve_scope, token_grants
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
+from echo_memory.libs.server.store.schema import read_version_async
+from echo_memory.services.audit.health_queries import sql
 
 FRESH_HOURS = 24  # a real write within a day: fresh; within a week: half the points
 STALE_HOURS = 24 * 7

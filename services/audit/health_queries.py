@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from libs.store.sql_files import SqlFile
+from echo_memory.libs.server.store.sql_files import SqlFile
 
 sql = SqlFile(Path(__file__).with_name("health.sql"))
 statements = sql.statements

@@ -20,7 +20,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from libs.contracts.audit import (
+from echo_memory.libs.core.contracts.audit import (
     ExportFileError,
     ImportInput,
     ImportResult,
@@ -30,14 +30,14 @@ from libs.contracts.audit import (
     ScopeRecord,
     parse_export,
 )
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument, SchemaTooNew
-from libs.store import embedding_models
-from libs.store.access import SHARED
-from libs.store.migrations import CODE_SCHEMA_VERSION
-from services.audit import export_queries as xq
-from services.audit import restore_upkeep
-from services.audit.access import require_admin
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument, SchemaTooNew
+from echo_memory.libs.server.store import embedding_models
+from echo_memory.libs.server.store.access import SHARED
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
+from echo_memory.services.audit import export_queries as xq
+from echo_memory.services.audit import restore_upkeep
+from echo_memory.services.audit.access import require_admin
 
 _SCOPE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 # Fields holding ids of each record type (besides its own `id`), remapped together with the ids.

@@ -16,13 +16,13 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.audit import AUDIT_KINDS, AuditEntry, GetAuditLogInput, GetAuditLogResult
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.instants import parse_span
-from libs.store.access import SHARED, public_name, resolve_scope
-from services.audit import queries as q
-from services.audit.access import readable_scopes
+from echo_memory.libs.core.contracts.audit import AUDIT_KINDS, AuditEntry, GetAuditLogInput, GetAuditLogResult
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.instants import parse_span
+from echo_memory.libs.server.store.access import SHARED, public_name, resolve_scope
+from echo_memory.services.audit import queries as q
+from echo_memory.services.audit.access import readable_scopes
 
 
 async def get_audit_log(conn: psycopg.AsyncConnection, caller: Caller, args: GetAuditLogInput) -> GetAuditLogResult:

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from libs.store.lexical import rebuild_scope_statistics
+from echo_memory.libs.server.store.lexical import rebuild_scope_statistics
 
 TABLES = ("facts", "episodes", "entities")
 TRIGGERS = (("facts", "facts_lexical_stats"), ("episodes", "episodes_lexical_stats"))

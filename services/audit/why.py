@@ -14,14 +14,14 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.audit import EntityTrail, FactVersion, ReadOfFact, SaveOfFact, WhyInput, WhyResult
-from libs.contracts.bus import Caller
-from libs.contracts.common import Provenance
-from libs.contracts.errors import InvalidArgument, NotFound
-from libs.store.access import public_name
-from services.audit import queries as q
-from services.audit.access import readable_scopes
-from services.audit.log import entry_from_row
+from echo_memory.libs.core.contracts.audit import EntityTrail, FactVersion, ReadOfFact, SaveOfFact, WhyInput, WhyResult
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.common import Provenance
+from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
+from echo_memory.libs.server.store.access import public_name
+from echo_memory.services.audit import queries as q
+from echo_memory.services.audit.access import readable_scopes
+from echo_memory.services.audit.log import entry_from_row
 
 
 async def why(conn: psycopg.AsyncConnection, caller: Caller, args: WhyInput) -> WhyResult:

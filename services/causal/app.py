@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from libs.contracts.causal import TraceCauseInput, TraceCauseResult
-from libs.service.context import RequestContext, ServiceContext
-from libs.service.routes import Route
-from services.causal.trace import trace_cause
+from echo_memory.libs.core.contracts.causal import TraceCauseInput, TraceCauseResult
+from echo_memory.libs.server.service.context import RequestContext, ServiceContext
+from echo_memory.libs.server.service.routes import Route
+from echo_memory.services.causal.trace import trace_cause
 
 
 def routes(ctx: ServiceContext) -> list[Route]:

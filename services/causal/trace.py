@@ -22,8 +22,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.bus import Caller
-from libs.contracts.causal import (
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.causal import (
     Chain,
     ChainStep,
     Contradiction,
@@ -37,12 +37,12 @@ from libs.contracts.causal import (
     TraceCauseInput,
     TraceCauseResult,
 )
-from libs.contracts.common import Provenance
-from libs.contracts.instants import parse_span
-from libs.embed import MiniLM
-from libs.store.access import Scope, public_name, resolve_read_scopes
-from libs.telemetry import db_span
-from services.causal import queries as q
+from echo_memory.libs.core.contracts.common import Provenance
+from echo_memory.libs.core.contracts.instants import parse_span
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.store.access import Scope, public_name, resolve_read_scopes
+from echo_memory.libs.server.telemetry import db_span
+from echo_memory.services.causal import queries as q
 
 # Free text falls back to the entities of the nearest facts, but only of facts at least this
 # close: MiniLM puts unrelated sentences below ~0.25 and paraphrases above ~0.45.

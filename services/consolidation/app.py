@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from libs.contracts.errors import NotBuilt
-from libs.service.context import RequestContext, ServiceContext
-from libs.service.routes import Route
+from echo_memory.libs.core.contracts.errors import NotBuilt
+from echo_memory.libs.server.service.context import RequestContext, ServiceContext
+from echo_memory.libs.server.service.routes import Route
 
 
 def routes(ctx: ServiceContext) -> list[Route]:

@@ -23,14 +23,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from libs.bus.broker import make_broker, stop_broker
-from libs.bus.client import BusClient
-from libs.config import Settings
-from libs.contracts.errors import EchoError
-from libs.contracts.identity import admin_caller
-from libs.contracts.verbs import verb
-from services.dashboard import access
-from services.dashboard.health import NOT_AVAILABLE, health_summary
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.identity import admin_caller
+from echo_memory.libs.core.contracts.verbs import verb
+from echo_memory.libs.server.bus.broker import make_broker, stop_broker
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.services.dashboard import access
+from echo_memory.services.dashboard.health import NOT_AVAILABLE, health_summary
 
 STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
 # The page runs only our own script and style and talks only to us.
@@ -49,7 +49,7 @@ SEARCH_TOP_K = 25
 
 @cache
 def static_file(name: str) -> bytes:
-    return resources.files("services.dashboard").joinpath("static", name).read_bytes()
+    return resources.files("echo_memory.services.dashboard").joinpath("static", name).read_bytes()
 
 
 def _headers(extra: dict[str, str] | None = None) -> dict[str, str]:

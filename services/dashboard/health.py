@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from libs.bus.client import BusClient
-from libs.config import Settings
-from libs.contracts.bus import Caller
-from libs.contracts.verbs import verb
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.verbs import verb
+from echo_memory.libs.server.bus.client import BusClient
 
 HEALTH_SERVICE = "audit"
 HEALTH_VERB = "health"

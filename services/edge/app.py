@@ -25,26 +25,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from libs import eventloop
-from libs.bus.auth import CredentialsError, settings_credentials
-from libs.bus.broker import make_broker
-from libs.bus.client import BusClient, bus_connected
-from libs.bus.permissions import EDGE_USER
-from libs.config import Settings
-from libs.config.edge import EdgeSettings
-from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError, Unauthenticated
-from libs.contracts.subjects import SERVICES
-from libs.supervisor.bus_auth import process_credentials
-from libs.supervisor.follow import follow_supervisor_nats
-from libs.telemetry import setup_tracing
-from services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
-from services.edge.instructions import SERVER_INSTRUCTIONS
-from services.edge.limits import RateLimiter
-from services.edge.metrics import scrape_services
-from services.edge.peer_gate import PeerGate
-from services.edge.readiness import not_ready_reason
-from services.edge.tools import EdgeGuards, client_name, register_tools
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.config.edge import EdgeSettings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError, Unauthenticated
+from echo_memory.libs.core.contracts.subjects import SERVICES
+from echo_memory.libs.server import eventloop
+from echo_memory.libs.server.bus.auth import BusAccess, CredentialsError, settings_credentials
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.bus.client import BusClient, bus_connected
+from echo_memory.libs.server.telemetry import setup_tracing
+from echo_memory.services.edge.identity import BusTokenVerifier, caller_from_access, current_http_caller
+from echo_memory.services.edge.instructions import SERVER_INSTRUCTIONS
+from echo_memory.services.edge.limits import RateLimiter
+from echo_memory.services.edge.metrics import scrape_services
+from echo_memory.services.edge.peer_gate import PeerGate
+from echo_memory.services.edge.readiness import not_ready_reason
+from echo_memory.services.edge.tools import EdgeGuards, client_name, register_tools
 
 log = logging.getLogger(__name__)
 
@@ -280,11 +277,13 @@ async def serve_http(settings: Settings) -> int:
     return 0
 
 
-async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None) -> int:
+async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None, bus: BusAccess | None = None) -> int:
     """Serve MCP on stdin/stdout for the token in ECHO_MEMORY_TOKEN (or --token).
 
-    Returns 2 (with a message on stderr) when the token is missing, unknown, revoked or for an
-    org this process does not serve.
+    `bus` is how the starter (the laptop CLI) reaches the bus: its credentials and, for the embedded
+    system, what keeps the connection on NATS when `up` moves it; without it, the settings' own
+    credentials. Returns 2 (with a message on stderr) when the token is missing, unknown, revoked
+    or for an org this process does not serve.
     """
     setup_tracing("edge")
     edge = edge or EdgeSettings()
@@ -293,14 +292,13 @@ async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None) -> i
               file=sys.stderr)
         return 2
     try:
-        credentials = process_credentials(settings, EDGE_USER, settings.nats_url or "")
+        bus = bus or BusAccess(credentials=settings_credentials(settings))
     except CredentialsError as exc:
         print(f"echo-memory mcp: {exc}", file=sys.stderr)
         return 2
-    broker = make_broker(settings.nats_url or "", credentials=credentials)
+    broker = make_broker(settings.nats_url or "", credentials=bus.credentials)
     await broker.start()
-    # Started from `echo-memory up`'s state: follow NATS if a later `up` moves it to another port.
-    follow = follow_supervisor_nats(broker.connection, settings.home.expanduser(), settings.nats_url or "")
+    follow = bus.follow(broker.connection) if bus.follow is not None else None
     try:
         verifier = BusTokenVerifier(BusClient(broker), settings.timeouts.auth, orgs=_orgs(settings, edge))
         access = await verifier.verify_token(settings.token.get_secret_value())

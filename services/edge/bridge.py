@@ -16,9 +16,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import Context, MCPServer
 
-from services.edge.app import SERVER_NAME
-from services.edge.instructions import SERVER_INSTRUCTIONS
-from services.edge.tools import TOOLS, ToolSpec, add_contract_tool
+from echo_memory.services.edge.app import SERVER_NAME
+from echo_memory.services.edge.instructions import SERVER_INSTRUCTIONS
+from echo_memory.services.edge.tools import TOOLS, ToolSpec, add_contract_tool
 
 
 def _forward(spec: ToolSpec, remote: Client):  # type: ignore[no-untyped-def]

@@ -16,13 +16,13 @@ from collections import OrderedDict
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from libs.bus.client import BusClient
-from libs.contracts.admin import TokenVerifyResult
-from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError, RateLimited, Unauthenticated
-from libs.contracts.subjects import valid_org
-from libs.contracts.tokens import hash_token, org_of, well_formed
-from services.edge.limits import RateLimiter
+from echo_memory.libs.core.contracts.admin import TokenVerifyResult
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError, RateLimited, Unauthenticated
+from echo_memory.libs.core.contracts.subjects import valid_org
+from echo_memory.libs.core.contracts.tokens import hash_token, org_of, well_formed
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.services.edge.limits import RateLimiter
 
 log = logging.getLogger(__name__)
 

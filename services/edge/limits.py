@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from libs.contracts.errors import RateLimited
+from echo_memory.libs.core.contracts.errors import RateLimited
 
 _MAX_KEYS = 10_000  # forget idle buckets beyond this many tokens, so memory stays bounded
 

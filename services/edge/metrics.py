@@ -2,7 +2,7 @@
 
 The edge counts MCP tool calls (by tool and outcome, with a latency histogram) and the bus
 requests that timed out or came back with a typed error. On each scrape it also asks every
-service process over the bus (libs/telemetry/metrics.py, METRICS_SUBJECT) for its exposition
+service process over the bus (libs/server/telemetry/metrics.py, METRICS_SUBJECT) for its exposition
 text and merges the answers, each sample labelled with the `replica` that sent it. A service that
 does not answer within the scrape's bound is reported by `echo_metrics_service_up{service} 0`
 instead of being silently left out.
@@ -20,8 +20,8 @@ from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from libs.contracts.verbs import VERBS
-from libs.telemetry.metrics import LATENCY_BUCKETS, METRICS_SUBJECT, parse_answer
+from echo_memory.libs.core.contracts.verbs import VERBS
+from echo_memory.libs.server.telemetry.metrics import LATENCY_BUCKETS, METRICS_SUBJECT, parse_answer
 
 SCRAPE_SECONDS = 1.0  # at most this long waiting for the services on one scrape
 QUIET_SECONDS = 0.05  # once every service answered, stop after this long without another replica

@@ -15,8 +15,8 @@ import math
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.edge.identity import BusTokenVerifier, current_peer
-from services.edge.limits import RateLimiter
+from echo_memory.services.edge.identity import BusTokenVerifier, current_peer
+from echo_memory.services.edge.limits import RateLimiter
 
 
 def _bearer(scope: Scope) -> str | None:

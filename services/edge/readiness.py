@@ -11,9 +11,9 @@ import asyncio
 
 from faststream.nats import NatsBroker
 
-from libs.bus.client import BusClient
-from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError, InvalidArgument
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError, InvalidArgument
+from echo_memory.libs.server.bus.client import BusClient
 
 PROBE_AGENT = "readyz"
 # Verbs whose argument models reject unknown fields (StrictModel).

@@ -19,19 +19,19 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import BaseModel, ConfigDict
 
-from libs.bus.client import BusClient
-from libs.config import Timeouts
-from libs.config.edge import EdgeSettings
-from libs.contracts.bus import Caller
-from libs.contracts.errors import TOOL_ERROR_META_KEY, EchoError, ErrorInfo
-from libs.contracts.framing import render_framed, render_recall, strip_delimiters
-from libs.contracts.parsing import parse_args
-from libs.contracts.verbs import Verb, verb
-from libs.contracts.write import WriteEpisodeResult
-from services.edge import instructions
-from services.edge.limits import RateLimiter, cap_max_tokens
-from services.edge.metrics import EdgeMetrics
-from services.edge.schemas import client_output_schema
+from echo_memory.libs.core.config import Timeouts
+from echo_memory.libs.core.config.edge import EdgeSettings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import TOOL_ERROR_META_KEY, EchoError, ErrorInfo
+from echo_memory.libs.core.contracts.framing import render_framed, render_recall, strip_delimiters
+from echo_memory.libs.core.contracts.parsing import parse_args
+from echo_memory.libs.core.contracts.verbs import Verb, verb
+from echo_memory.libs.core.contracts.write import WriteEpisodeResult
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.services.edge import instructions
+from echo_memory.services.edge.limits import RateLimiter, cap_max_tokens
+from echo_memory.services.edge.metrics import EdgeMetrics
+from echo_memory.services.edge.schemas import client_output_schema
 
 CallerSource = Callable[[Context], Caller]
 

@@ -3,12 +3,12 @@ their freshness. Its background task keeps the mirror in sync from the fact even
 
 from __future__ import annotations
 
-from libs.contracts.reindex import LexicalStatusInput, LexicalStatusResult, ReindexInput, ReindexResult
-from libs.embed import MiniLM
-from libs.service.context import RequestContext, ServiceContext
-from libs.service.routes import Route
-from services.reindex.mirror_consumer import GraphMirrorConsumer
-from services.reindex.rebuild import lexical_status, reindex
+from echo_memory.libs.core.contracts.reindex import LexicalStatusInput, LexicalStatusResult, ReindexInput, ReindexResult
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.service.context import RequestContext, ServiceContext
+from echo_memory.libs.server.service.routes import Route
+from echo_memory.services.reindex.mirror_consumer import GraphMirrorConsumer
+from echo_memory.services.reindex.rebuild import lexical_status, reindex
 
 
 def routes(ctx: ServiceContext) -> list[Route]:

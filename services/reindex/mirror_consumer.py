@@ -22,12 +22,12 @@ from nats.js.api import AckPolicy, ConsumerConfig
 from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
-from libs.bus.auth import connect_options, settings_credentials
-from libs.contracts.bus import Event
-from libs.contracts.subjects import EVENTS_STREAM, GRAPH_MIRROR_CONSUMER, PREFIX
-from libs.service.context import ServiceContext
-from libs.service.errors import as_echo_error
-from services.reindex.graph_mirror import mirror_facts
+from echo_memory.libs.core.contracts.bus import Event
+from echo_memory.libs.core.contracts.subjects import EVENTS_STREAM, GRAPH_MIRROR_CONSUMER, PREFIX
+from echo_memory.libs.server.bus.auth import connect_options, settings_credentials
+from echo_memory.libs.server.service.context import ServiceContext
+from echo_memory.libs.server.service.errors import as_echo_error
+from echo_memory.services.reindex.graph_mirror import mirror_facts
 
 log = logging.getLogger(__name__)
 

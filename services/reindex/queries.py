@@ -1,6 +1,8 @@
 """SQL of the reindex service; every statement is bounded to one scope."""
 
-from libs.store.scopes import SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK  # the same lock the writes service takes
+from echo_memory.libs.server.store.scopes import (
+    SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK,  # the same lock the writes service takes
+)
 
 # One cursor over the three embedded tables of a scope: (table rank, id).
 COUNT_EMBEDDED = """

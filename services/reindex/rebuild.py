@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import psycopg
 
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.reindex import (
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.reindex import (
     LEXICAL_FORMAT_VERSION,
     CorpusStatus,
     LexicalStatusInput,
@@ -19,12 +19,12 @@ from libs.contracts.reindex import (
     ReindexInput,
     ReindexResult,
 )
-from libs.embed import MiniLM, embed_across_cores
-from libs.store import embedding_models
-from libs.store.access import resolve_scope
-from libs.store.lexical import rebuild_scope_statistics
-from services.reindex import queries as q
-from services.reindex.graph_mirror import rebuild_scope
+from echo_memory.libs.server.embed import MiniLM, embed_across_cores
+from echo_memory.libs.server.store import embedding_models
+from echo_memory.libs.server.store.access import resolve_scope
+from echo_memory.libs.server.store.lexical import rebuild_scope_statistics
+from echo_memory.services.reindex import queries as q
+from echo_memory.services.reindex.graph_mirror import rebuild_scope
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -37,7 +37,7 @@ async def reindex(
     The graph step rebuilds the scope's part of the AGE mirror in one go (`skipped` says why when
     the database has no AGE, and nothing changes).
 
-    The embeddings step also keeps the scope's model record (libs/store/embedding_models.py):
+    The embeddings step also keeps the scope's model record (libs/server/store/embedding_models.py):
     its first page (no `after`) marks it in progress, its last page records this model.
     """
     scope = await resolve_scope(conn, caller, args.scope, "write")

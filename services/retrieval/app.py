@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from libs.contracts.query import QueryMemoryInput, QueryMemoryResult
-from libs.service.context import RequestContext, ServiceContext
-from libs.service.routes import Route
-from services.retrieval import recall_cost
-from services.retrieval.recall_cost import DumpCost
-from services.retrieval.search import query_memory
+from echo_memory.libs.core.contracts.query import QueryMemoryInput, QueryMemoryResult
+from echo_memory.libs.server.service.context import RequestContext, ServiceContext
+from echo_memory.libs.server.service.routes import Route
+from echo_memory.services.retrieval import recall_cost
+from echo_memory.services.retrieval.recall_cost import DumpCost
+from echo_memory.services.retrieval.search import query_memory
 
 
 def routes(ctx: ServiceContext) -> list[Route]:

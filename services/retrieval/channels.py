@@ -19,9 +19,9 @@ import numpy as np
 import psycopg
 import scipy.sparse
 
-from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
-from libs.telemetry import db_span
-from services.retrieval import queries as q
+from echo_memory.libs.core.contracts.reindex import LEXICAL_FORMAT_VERSION
+from echo_memory.libs.server.telemetry import db_span
+from echo_memory.services.retrieval import queries as q
 
 
 @dataclass

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from libs.config.retrieval import FusionWeights
-from services.retrieval.channels import Candidate, Pool
+from echo_memory.libs.core.config.retrieval import FusionWeights
+from echo_memory.services.retrieval.channels import Candidate, Pool
 
 # A candidate earns the coordination boost when it matches this many distinct query terms, or
 # every term of a shorter query (so a one-word identifier lookup still counts as exact).

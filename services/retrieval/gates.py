@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from libs.config.retrieval import QualityGates
+from echo_memory.libs.core.config.retrieval import QualityGates
 
 # A ranked search result: the hydrated row (with "score", the cosine, and "text"), its kind, and
 # the channels that found it.

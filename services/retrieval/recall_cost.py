@@ -14,10 +14,10 @@ import time
 import psycopg
 from opentelemetry import trace
 
-from libs.contracts.bus import Caller
-from libs.contracts.query import QueryMemoryResult
-from libs.store.access import stored_name
-from libs.telemetry.metrics import ServiceMetrics
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.query import QueryMemoryResult
+from echo_memory.libs.server.store.access import stored_name
+from echo_memory.libs.server.telemetry.metrics import ServiceMetrics
 
 DUMP_TTL_SECONDS = 30.0
 FULL_DUMP_TOKENS = """

@@ -16,21 +16,21 @@ import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.config.retrieval import RetrievalSettings
-from libs.contracts.bus import Caller
-from libs.contracts.common import Provenance
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.instants import parse_span
-from libs.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
-from libs.embed import MiniLM, settle
-from libs.secrets import redact_secrets
-from libs.store import embedding_models
-from libs.store.access import Scope, public_name, resolve_read_scopes
-from libs.telemetry import db_span, steps
-from services.retrieval import channels as ch
-from services.retrieval import queries as q
-from services.retrieval.fusion import channels_of, fuse
-from services.retrieval.gates import GateOutcome, Ranked, apply_gates
+from echo_memory.libs.core.config.retrieval import RetrievalSettings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.common import Provenance
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.instants import parse_span
+from echo_memory.libs.core.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
+from echo_memory.libs.core.secrets import redact_secrets
+from echo_memory.libs.server.embed import MiniLM, settle
+from echo_memory.libs.server.store import embedding_models
+from echo_memory.libs.server.store.access import Scope, public_name, resolve_read_scopes
+from echo_memory.libs.server.telemetry import db_span, steps
+from echo_memory.services.retrieval import channels as ch
+from echo_memory.services.retrieval import queries as q
+from echo_memory.services.retrieval.fusion import channels_of, fuse
+from echo_memory.services.retrieval.gates import GateOutcome, Ranked, apply_gates
 
 # Opens a second, read-only connection to the same org database (see `_candidates`).
 SideConnection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
@@ -264,7 +264,7 @@ async def _before_vector(
     """The corpora's sizes and the embedding-model note, and the HNSW scan settings set: one round trip.
 
     The note says which scopes read hold vectors of another embedding model (None when none
-    do; see libs/store/embedding_models). The three statements go out in one psycopg pipeline.
+    do; see libs/server/store/embedding_models). The three statements go out in one psycopg pipeline.
     """
     params = {"scope_ids": scope_ids, "model": model}
     async with conn.pipeline():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.admin import (
+from echo_memory.libs.core.contracts.admin import (
     AgentCount,
     NoArgs,
     ScopeCount,
@@ -21,11 +21,11 @@ from libs.contracts.admin import (
     TokenVerifyInput,
     TokenVerifyResult,
 )
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument
-from libs.store import access, tokens
-from libs.store.schema import read_version_async
-from libs.store.scopes import SCOPE_STATS, SCOPE_WRITERS
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.server.store import access, tokens
+from echo_memory.libs.server.store.schema import read_version_async
+from echo_memory.libs.server.store.scopes import SCOPE_STATS, SCOPE_WRITERS
 
 MANAGE = "manage tokens or scopes"
 

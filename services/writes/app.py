@@ -10,18 +10,18 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError
-from libs.contracts.calibration import CalibrateInput, CalibrateResult
-from libs.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
-from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
-from libs.service.context import RequestContext, ServiceContext
-from libs.service.routes import Route, on_connection
-from libs.telemetry import steps
-from services.writes import admin, calibrate, distil, documents, idempotency, post_hoc, recall
-from services.writes.batch_import import import_episodes
-from services.writes.episode import write_episode
-from services.writes.relay import OutboxRelay
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.calibration import CalibrateInput, CalibrateResult
+from echo_memory.libs.core.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
+from echo_memory.libs.core.contracts.write import WriteEpisodeInput, WriteEpisodeResult
+from echo_memory.libs.server.service.context import RequestContext, ServiceContext
+from echo_memory.libs.server.service.routes import Route, on_connection
+from echo_memory.libs.server.telemetry import steps
+from echo_memory.services.writes import admin, calibrate, distil, documents, idempotency, post_hoc, recall
+from echo_memory.services.writes.batch_import import import_episodes
+from echo_memory.services.writes.episode import write_episode
+from echo_memory.services.writes.relay import OutboxRelay
 
 
 def routes(ctx: ServiceContext) -> list[Route]:

@@ -20,15 +20,20 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.imports import RESERVED_METADATA_KEY, EpisodeIn, ImportEpisodesInput, ImportEpisodesResult
-from libs.embed import MiniLM, count_tokens, embed_across_cores
-from libs.secrets import find_secret
-from libs.store import embedding_models
-from libs.store.access import resolve_scope
-from libs.telemetry import db_span
-from services.writes.queries import SCOPE_WRITE_LOCK
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.imports import (
+    RESERVED_METADATA_KEY,
+    EpisodeIn,
+    ImportEpisodesInput,
+    ImportEpisodesResult,
+)
+from echo_memory.libs.core.secrets import find_secret
+from echo_memory.libs.server.embed import MiniLM, count_tokens, embed_across_cores
+from echo_memory.libs.server.store import embedding_models
+from echo_memory.libs.server.store.access import resolve_scope
+from echo_memory.libs.server.telemetry import db_span
+from echo_memory.services.writes.queries import SCOPE_WRITE_LOCK
 
 EMBED_BATCH = 64
 

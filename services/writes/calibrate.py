@@ -28,12 +28,12 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from libs.contracts.bus import Caller
-from libs.contracts.calibration import CalibrateInput, CalibrateResult, CalibrationFigures
-from libs.contracts.identity import require_admin
-from libs.embed import MiniLM
-from services.writes import entities, name_match
-from services.writes import resolution_eval as ev
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.calibration import CalibrateInput, CalibrateResult, CalibrationFigures
+from echo_memory.libs.core.contracts.identity import require_admin
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.services.writes import entities, name_match
+from echo_memory.services.writes import resolution_eval as ev
 
 LOOKALIKE_BUDGET = 0.02  # share of look-alikes a deferral threshold may catch
 # From this many pairs of its own (both kinds present), a store's interval must exclude chance too:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from libs.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.errors import InvalidArgument
 
 
 def make_cursor(at: datetime, row_id: object) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.bus import Caller
-from libs.contracts.distil import (
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.distil import (
     PENDING_EPISODE_BYTES,
     MarkDistilledInput,
     MarkDistilledResult,
@@ -23,11 +23,11 @@ from libs.contracts.distil import (
     PendingEpisodesInput,
     PendingEpisodesResult,
 )
-from libs.contracts.errors import NotFound
-from libs.store.access import accessible_scopes, resolve_scope
-from services.writes.cursors import make_cursor, read_cursor
-from services.writes.episode import audit
-from services.writes.evidence import ids, readable_episodes, readable_scope_ids
+from echo_memory.libs.core.contracts.errors import NotFound
+from echo_memory.libs.server.store.access import accessible_scopes, resolve_scope
+from echo_memory.services.writes.cursors import make_cursor, read_cursor
+from echo_memory.services.writes.episode import audit
+from echo_memory.services.writes.evidence import ids, readable_episodes, readable_scope_ids
 
 PENDING = """
 SELECT e.id, e.scope_id, e.agent_id, e.project, e.session_id, e.occurred_at, e.content,

@@ -26,8 +26,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.bus import Caller
-from libs.contracts.documents import (
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.documents import (
     MAX_DOCUMENT_BYTES,
     PENDING_BYTES_BUDGET,
     DocumentStatus,
@@ -40,10 +40,10 @@ from libs.contracts.documents import (
     RegisterDocumentsResult,
     RegisteredDocument,
 )
-from libs.contracts.errors import InvalidArgument, NotFound
-from libs.embed import count_tokens
-from libs.secrets import find_secret
-from services.writes.episode import audit, emit
+from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
+from echo_memory.libs.core.secrets import find_secret
+from echo_memory.libs.server.embed import count_tokens
+from echo_memory.services.writes.episode import audit, emit
 
 PROJECT_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:documents:' || %s))"
 CURRENT_VERSION = """

@@ -32,11 +32,11 @@ import numpy as np
 import psycopg
 from psycopg.abc import Params
 
-from libs.contracts.errors import InvalidArgument, NotFound
-from libs.contracts.write import Candidate, EntityIn, WriteEpisodeInput
-from libs.store.access import Scope
-from libs.telemetry import steps
-from services.writes import name_match
+from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
+from echo_memory.libs.core.contracts.write import Candidate, EntityIn, WriteEpisodeInput
+from echo_memory.libs.server.store.access import Scope
+from echo_memory.libs.server.telemetry import steps
+from echo_memory.services.writes import name_match
 
 # Resolution scores (name_match.judge) at or above which a mention is deferred with candidates,
 # or resolved as an alias without asking. Chosen on the dev part of the shipped labelled pairs

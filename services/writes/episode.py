@@ -14,7 +14,7 @@ threads from the start and awaited only when they are inserted, so the model and
 work at the same time. Only names some fact uses are embedded.
 
 Owned here: `episodes`, `facts`, `audit_log` and `outbox` rows of a write. Entity SQL lives in
-entities.py; the response shape in libs/contracts/write.py; the contract in
+entities.py; the response shape in libs/core/contracts/write.py; the contract in
 docs/tools/write_episode.md.
 """
 
@@ -31,10 +31,10 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.identity import is_post_hoc
-from libs.contracts.write import (
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.identity import is_post_hoc
+from echo_memory.libs.core.contracts.write import (
     AliasedMention,
     DeferredMention,
     EdgeRef,
@@ -43,14 +43,14 @@ from libs.contracts.write import (
     WriteEpisodeInput,
     WriteEpisodeResult,
 )
-from libs.embed import MiniLM, count_tokens, settle
-from libs.secrets import find_secret
-from libs.store.access import Scope, resolve_scope
-from libs.telemetry import db_span, steps
-from services.writes import entities
-from services.writes import queries as q
-from services.writes.entities import Mention, key
-from services.writes.evidence import readable_episodes
+from echo_memory.libs.core.secrets import find_secret
+from echo_memory.libs.server.embed import MiniLM, count_tokens, settle
+from echo_memory.libs.server.store.access import Scope, resolve_scope
+from echo_memory.libs.server.telemetry import db_span, steps
+from echo_memory.services.writes import entities
+from echo_memory.services.writes import queries as q
+from echo_memory.services.writes.entities import Mention, key
+from echo_memory.services.writes.evidence import readable_episodes
 
 
 def normal_relation(relation: str) -> str:
@@ -448,9 +448,9 @@ async def audit(
     after: dict[str, Any] | None = None,
     post_hoc: bool = False,
 ) -> None:
-    """One audit row in the caller's transaction (kinds: libs/contracts/audit.py AUDIT_KINDS).
+    """One audit row in the caller's transaction (kinds: libs/core/contracts/audit.py AUDIT_KINDS).
 
-    Rows written as a post-hoc command's identity (libs/contracts/identity.py) are always post-hoc.
+    Rows written as a post-hoc command's identity (libs/core/contracts/identity.py) are always post-hoc.
     """
     post_hoc = post_hoc or is_post_hoc(caller)
     with steps.step("audit"):

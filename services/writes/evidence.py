@@ -11,9 +11,9 @@ import uuid
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument, NotFound
-from libs.store.access import accessible_scopes
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
+from echo_memory.libs.server.store.access import accessible_scopes
 
 EPISODES = """
 SELECT id, scope_id, kind, metadata ? 'external_id' AS imported FROM episodes WHERE id = ANY(%s::uuid[])

@@ -18,9 +18,9 @@ import json
 import psycopg
 from psycopg.types.json import Jsonb
 
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.write import WriteEpisodeInput, WriteEpisodeResult
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.write import WriteEpisodeInput, WriteEpisodeResult
 
 KEY_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:idempotency:' || %s || ':' || %s))"
 LOOKUP = "SELECT response, request_hash FROM idempotency WHERE agent_id = %s AND key = %s"

@@ -23,10 +23,10 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.identity import DISTIL_AGENT, HINTS_AGENT, POST_HOC_AGENTS, require_admin
-from libs.contracts.post_hoc import (
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.identity import DISTIL_AGENT, HINTS_AGENT, POST_HOC_AGENTS, require_admin
+from echo_memory.libs.core.contracts.post_hoc import (
     HINTS_TOOL,
     AddCausalHintsInput,
     AddCausalHintsResult,
@@ -39,12 +39,12 @@ from libs.contracts.post_hoc import (
     UnhintedFactsInput,
     UnhintedFactsResult,
 )
-from libs.store.access import Scope, accessible_scopes
-from libs.store.sql_files import SqlFile
-from services.writes import queries as q
-from services.writes.cursors import make_cursor, read_cursor
-from services.writes.episode import audit, emit
-from services.writes.evidence import ids
+from echo_memory.libs.server.store.access import Scope, accessible_scopes
+from echo_memory.libs.server.store.sql_files import SqlFile
+from echo_memory.services.writes import queries as q
+from echo_memory.services.writes.cursors import make_cursor, read_cursor
+from echo_memory.services.writes.episode import audit, emit
+from echo_memory.services.writes.evidence import ids
 
 sql = SqlFile(Path(__file__).with_name("post_hoc.sql"))
 

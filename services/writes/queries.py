@@ -1,10 +1,12 @@
 """SQL of the writes service. Every statement on a scoped table names scope_id."""
 
-from libs.store import embedding_models
-from libs.store.scopes import SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK  # also used by batch_import and recall
+from echo_memory.libs.server.store import embedding_models
+from echo_memory.libs.server.store.scopes import (
+    SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK,  # also used by batch_import and recall
+)
 
 # The write's episode row, and the scope's embedding model recorded if this is its first vector
-# (libs/store/embedding_models.py): one round trip, and only for writes that store something.
+# (libs/server/store/embedding_models.py): one round trip, and only for writes that store something.
 INSERT_EPISODE = f"""
 WITH recorded AS ({embedding_models.RECORD})
 INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count, metadata)

@@ -15,13 +15,13 @@ import uuid
 import psycopg
 from psycopg.rows import dict_row
 
-from libs.contracts.bus import Caller
-from libs.contracts.documents import RecordRecallSaveInput, RecordRecallSaveResult
-from libs.contracts.errors import InvalidArgument, NotFound
-from libs.secrets import find_secret
-from libs.store.access import SOLO, Scope, resolve_scope
-from services.writes import queries as q
-from services.writes.episode import audit, emit
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.documents import RecordRecallSaveInput, RecordRecallSaveResult
+from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
+from echo_memory.libs.core.secrets import find_secret
+from echo_memory.libs.server.store.access import SOLO, Scope, resolve_scope
+from echo_memory.services.writes import queries as q
+from echo_memory.services.writes.episode import audit, emit
 
 # Looked up by primary key to learn the fact's scope, which is then checked against the caller.
 FACT_WITH_SCOPE = """

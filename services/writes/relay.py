@@ -24,11 +24,11 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 from nats.js.errors import BadRequestError, NotFoundError
 
-from libs.bus.auth import connect_options, settings_credentials
-from libs.contracts.bus import Event
-from libs.contracts.subjects import EVENTS_STREAM, PREFIX, event_subject
-from libs.service.context import ServiceContext
-from libs.service.errors import as_echo_error
+from echo_memory.libs.core.contracts.bus import Event
+from echo_memory.libs.core.contracts.subjects import EVENTS_STREAM, PREFIX, event_subject
+from echo_memory.libs.server.bus.auth import connect_options, settings_credentials
+from echo_memory.libs.server.service.context import ServiceContext
+from echo_memory.libs.server.service.errors import as_echo_error
 
 log = logging.getLogger(__name__)
 

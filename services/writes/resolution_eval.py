@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from services.writes import name_match
+from echo_memory.services.writes import name_match
 
 Part = Literal["dev", "holdout"]
 
@@ -46,7 +46,7 @@ def split_of(a: str, b: str) -> Part:
 
 def load_pairs() -> list[Pair]:
     """The shipped labelled set, in file order. Raises ValueError naming the line of a malformed row."""
-    text = resources.files("services.writes").joinpath("entity_pairs.tsv").read_text(encoding="utf-8")
+    text = resources.files("echo_memory.services.writes").joinpath("entity_pairs.tsv").read_text(encoding="utf-8")
     pairs: list[Pair] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):

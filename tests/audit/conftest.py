@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from libs.orgs import register_org, unregister_org
+from echo_memory.libs.server.orgs import register_org, unregister_org
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from typing import Any
 
 from audit_helpers import Writer, fact
 
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import EchoStack
 
 PG = [("Postgres", "database"), ("Billing API", "service")]
 

@@ -13,18 +13,18 @@ import psycopg
 import pytest
 from test_export_import import body, cli, export_text
 
-from libs.cli.audit_commands import admin_session
-from libs.cli.backup import Call, PartialExport, export_to, read_partial_export
-from libs.config import Settings
-from libs.contracts.audit import (
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.audit import (
     EXPORT_PAGE_BYTES,
     MAX_EXPORT_PAGE_BYTES,
     ExportFileError,
     wire_size,
 )
-from libs.contracts.errors import BusTimeout, EchoError
-from libs.testing import EchoStack
-from libs.testing.backup_store import StoreSize, build_store, table_checksums
+from echo_memory.libs.core.contracts.errors import BusTimeout, EchoError
+from echo_memory.libs.local.cli.audit_commands import admin_session
+from echo_memory.libs.local.cli.backup import Call, PartialExport, export_to, read_partial_export
+from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.backup_store import StoreSize, build_store, table_checksums
 
 # Big enough that a 1,000-record page of the old export passed NATS's 1 MiB max_payload.
 LARGE = StoreSize(facts=1200, superseded=300, reads=120)

@@ -13,11 +13,11 @@ import psycopg
 import pytest
 from audit_helpers import Writer, fact
 
-from libs.cli.audit_commands import admin_session, export_to, import_lines, read_export_file
-from libs.config import Settings
-from libs.contracts.audit import ExportFileError
-from libs.contracts.errors import EchoError
-from libs.testing import EchoStack
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.audit import ExportFileError
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.cli.audit_commands import admin_session, export_to, import_lines, read_export_file
+from echo_memory.libs.testing import EchoStack
 
 ROOT = Path(__file__).parents[2]
 MEMORY_TABLES = ("entities", "entity_aliases", "facts", "episodes", "audit_log", "reads", "read_results",
@@ -79,7 +79,7 @@ def apply_map(lines: list[str], id_map: dict[str, str]) -> list[str]:
 
 async def cli(*args: str, org: str, nats_url: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     env = {**os.environ, "ECHO_MEMORY_NATS_URL": nats_url, "ECHO_MEMORY_ORG": org, **(env or {})}
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "libs.cli", *args, env=env, cwd=ROOT,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "echo_memory.libs.local.cli", *args, env=env, cwd=ROOT,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     return proc.returncode or 0, out.decode(), err.decode()
@@ -119,9 +119,9 @@ async def test_round_trip_through_the_cli_restores_identical_content(
 
     # The restored org works: trace_cause over the imported hinted fact, as an agent of that org.
     # (Over the bus: the edge serves only its own org's tokens.)
-    from libs.bus.broker import make_broker
-    from libs.bus.client import BusClient
-    from libs.contracts.bus import Caller
+    from echo_memory.libs.core.contracts.bus import Caller
+    from echo_memory.libs.server.bus.broker import make_broker
+    from echo_memory.libs.server.bus.client import BusClient
 
     broker = make_broker(stack.nats_url)
     await broker.start()
@@ -226,9 +226,9 @@ async def test_malformed_or_foreign_files_are_refused_before_anything_is_written
 
 
 async def test_export_and_import_need_the_admin_identity(stack: EchoStack) -> None:
-    from libs.bus.broker import make_broker
-    from libs.bus.client import BusClient
-    from libs.contracts.bus import Caller
+    from echo_memory.libs.core.contracts.bus import Caller
+    from echo_memory.libs.server.bus.broker import make_broker
+    from echo_memory.libs.server.bus.client import BusClient
 
     broker = make_broker(stack.nats_url)
     await broker.start()

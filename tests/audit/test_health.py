@@ -18,10 +18,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from libs.contracts.health import HealthResult
-from libs.embed import count_tokens
-from libs.store.migrations import CODE_SCHEMA_VERSION
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.health import HealthResult
+from echo_memory.libs.server.embed import count_tokens
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
+from echo_memory.libs.testing import EchoStack
 from tests.audit.audit_helpers import Writer, fact
 
 REPO = Path(__file__).resolve().parents[2]
@@ -156,7 +156,7 @@ async def test_one_scope_and_refusals(stack: EchoStack) -> None:
     team = await _health(stack, scope="team-a")
     assert team.figures.scopes == ["team-a"] and team.figures.facts == 0 and team.figures.reads == 0
     assert team.figures.agents_wired == []  # default tokens grant shared and solo only
-    from libs.contracts.errors import EchoError
+    from echo_memory.libs.core.contracts.errors import EchoError
 
     with pytest.raises(EchoError) as missing:
         await _health(stack, scope="nope")
@@ -167,7 +167,7 @@ async def test_one_scope_and_refusals(stack: EchoStack) -> None:
 
 async def _cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     # A subprocess the event loop waits for without blocking: the services answer in this loop.
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "libs.cli", *args, env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "echo_memory.libs.local.cli", *args, env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     return proc.returncode or 0, out.decode(), err.decode()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from libs.cli.system import render_store
-from libs.contracts.admin import StatusResult
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.admin import StatusResult
+from echo_memory.libs.local.cli.system import render_store
+from echo_memory.libs.testing import EchoStack
 from tests.audit.audit_helpers import Writer, fact
 
 

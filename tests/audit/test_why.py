@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from audit_helpers import Writer, fact
 
-from libs.bus.broker import make_broker
-from libs.bus.client import BusClient
-from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.testing import EchoStack
 
 EDGE = [("Billing API", "service"), ("Postgres", "database")]
 TEXTS = [
@@ -78,7 +78,7 @@ async def test_why_shows_every_version_entity_resolution_read_and_save(stack: Ec
 async def test_the_why_command_prints_the_trail(stack: EchoStack) -> None:
     made = await three_versions_two_reads_a_save(stack)
     env = {**os.environ, "ECHO_MEMORY_NATS_URL": stack.nats_url, "ECHO_MEMORY_ORG": stack.org}
-    cli = [sys.executable, "-m", "libs.cli"]
+    cli = [sys.executable, "-m", "echo_memory.libs.local.cli"]
     proc = await asyncio.create_subprocess_exec(*cli, "why", made["ids"][2], env=env, cwd=Path(__file__).parents[2],
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from libs.eval.benchmark import checkpoints, render
+from echo_memory.libs.local.eval.benchmark import checkpoints, render
 
 BIN = Path(sys.executable).parent / "echo-memory"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import psycopg
 
-from libs.embed import MiniLM
-from libs.eval.bulk import copy_facts
-from libs.eval.synthetic import FactSource
-from libs.testing import EchoStack
+from echo_memory.libs.local.eval.bulk import copy_facts
+from echo_memory.libs.local.eval.synthetic import FactSource
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
 
 
 async def test_copy_loads_searchable_facts_and_records_the_model(stack: EchoStack, embedder: MiniLM) -> None:

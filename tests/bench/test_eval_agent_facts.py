@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from libs.config.retrieval import QualityGates, RetrievalSettings
-from libs.embed import MiniLM
-from libs.eval.runner import run_agent_facts
-from libs.testing import EchoStack
+from echo_memory.libs.core.config.retrieval import QualityGates, RetrievalSettings
+from echo_memory.libs.local.eval.runner import run_agent_facts
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
 
 UNGATED = RetrievalSettings(gates=QualityGates.off())
 

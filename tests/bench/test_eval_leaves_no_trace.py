@@ -1,6 +1,6 @@
 """`echo-memory eval` as a user runs it beside their own running store: it must leave no trace there.
 
-The run scores in a throw-away system of its own (libs/eval/system.py); the user's store, a real
+The run scores in a throw-away system of its own (libs/local/eval/system.py); the user's store, a real
 running stack here, holds the same rows in every table afterwards. Without --json the report is a
 table; `--context --sweep` prints the token curve, one line per store size.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psycopg
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.audit.audit_helpers import Writer, fact
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ async def _snapshot(url: str) -> dict[str, object]:
 
 
 async def _cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "libs.cli", *args, env=env,
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "echo_memory.libs.local.cli", *args, env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 240)
     return proc.returncode or 0, out.decode(), err.decode()

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from libs.cli.main import main
-from libs.embed import count_tokens
-from libs.eval import longmemeval
-from libs.eval.runner import longmemeval_scores, run_longmemeval
-from libs.testing import EchoStack
+from echo_memory.libs.local.cli.main import main
+from echo_memory.libs.local.eval import longmemeval
+from echo_memory.libs.local.eval.runner import longmemeval_scores, run_longmemeval
+from echo_memory.libs.server.embed import count_tokens
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import sql
 
 FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_tiny.json"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from libs.eval import memdaily
-from libs.eval.bm25 import BM25, lead, tokens
-from libs.testing import EchoStack
+from echo_memory.libs.local.eval import memdaily
+from echo_memory.libs.local.eval.bm25 import BM25, lead, tokens
+from echo_memory.libs.testing import EchoStack
 
 FIXTURE = Path(__file__).parent / "fixtures" / "memdaily_tiny"
 
@@ -77,7 +77,7 @@ async def test_tokens_per_recall_count_chinese_by_the_character(stack: EchoStack
 
 
 def test_the_command_refuses_a_folder_without_memdaily_files(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "libs.cli", "eval-external", "memdaily", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "echo_memory.libs.local.cli", "eval-external", "memdaily", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert "no MemDaily files" in done.stderr

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from libs.eval.madial import load, ndcg_at, query_text, run_madial
-from libs.testing import EchoStack
+from echo_memory.libs.local.eval.madial import load, ndcg_at, query_text, run_madial
+from echo_memory.libs.testing import EchoStack
 
 FLOOR = {"recall@5": 0.27, "recall@10": 0.40}
 

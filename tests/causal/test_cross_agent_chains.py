@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from echo_memory.libs.testing import EchoStack
 from lab import causal_chains as dev_set
-from libs.testing import EchoStack
 
 
 def _fact(source: str, target: str, text: str, hint: str) -> dict[str, Any]:

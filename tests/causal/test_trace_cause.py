@@ -11,8 +11,8 @@ from typing import Any
 
 from mcp import Client
 
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import EchoStack
 
 
 def _fact(source: str, target: str, relation: str, text: str, hint: str | None = None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import importlib
 import subprocess
 import sys
 
-from libs.cli.main import COMMAND_MODULES, build_parser
+from echo_memory.libs.local.cli.main import COMMAND_MODULES, build_parser
 
 
 def registered(module: str) -> set[str]:
@@ -36,7 +36,7 @@ def test_a_known_command_builds_only_its_own_parser_and_anything_else_builds_all
 
 
 def test_a_command_line_imports_no_other_command_module() -> None:
-    probe = ("import sys; from libs.cli.main import build_parser; build_parser('docs'); "
-             "print(sorted(m for m in sys.modules if m.startswith('libs.cli.') and m.endswith('_commands')))")
+    probe = ("import sys; from echo_memory.libs.local.cli.main import build_parser; build_parser('docs'); "
+             "print(sorted(m for m in sys.modules if m.startswith('echo_memory.libs.local.cli.') and m.endswith('_commands')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['libs.cli.docs_commands']"
+    assert out.strip() == "['echo_memory.libs.local.cli.docs_commands']"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from libs.cli import system
-from libs.cli.main import main
-from libs.contracts.errors import Unavailable
-from libs.supervisor.ports import free_port
+from echo_memory.libs.core.contracts.errors import Unavailable
+from echo_memory.libs.local.cli import system
+from echo_memory.libs.local.cli.main import main
+from echo_memory.libs.local.supervisor.ports import free_port
 
 
 def _nothing_configured(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:

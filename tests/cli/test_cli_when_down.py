@@ -19,11 +19,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from libs.supervisor.ports import free_port
-from libs.supervisor.state import State, write_state
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.state import State, write_state
 
 REPO = Path(__file__).resolve().parents[2]
-CLI = "import sys; from libs.cli.main import main; sys.exit(main())"
+CLI = "import sys; from echo_memory.libs.local.cli.main import main; sys.exit(main())"
 BOUND_SECONDS = 15.0
 DOWN_HINT = "echo-memory up"
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_service_line_that_cannot_run_is_refused_with_exit_2(names: list[str], said: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")}
     env["ECHO_MEMORY_NATS_URL"] = "nats://127.0.0.1:9"  # never reached: the names are checked first
-    done = subprocess.run([sys.executable, "-m", "libs.cli", "service", *names], env=env, cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "echo_memory.libs.local.cli", "service", *names], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert said in done.stderr and "Traceback" not in done.stderr

@@ -19,10 +19,10 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
-from libs.cli.main import main
-from libs.contracts.tokens import hash_token
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
+from echo_memory.libs.core.contracts.tokens import hash_token
+from echo_memory.libs.local.cli.main import main
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import EchoStack
 
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

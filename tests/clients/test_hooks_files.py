@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from libs.cli.main import main
+from echo_memory.libs.local.cli.main import main
 
 OTHERS = {
     "claude-code": (".claude/settings.json", {"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"UserPromptSubmit": [

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from libs.cli.main import main
-from libs.contracts.framing import CLOSE_TAG, FRAME, OPEN_TAG
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.framing import CLOSE_TAG, FRAME, OPEN_TAG
+from echo_memory.libs.local.cli.main import main
+from echo_memory.libs.testing import EchoStack
 
 FACT = "The billing service stores invoices in Postgres 16 with pgvector."
 OWN_SESSION_TEXT = "Invoices in Postgres: this very session said so a minute ago."
@@ -49,7 +49,7 @@ def _hook(action: str, client: str, payload: dict[str, Any] | str, env: dict[str
     raw = payload if isinstance(payload, str) else json.dumps(payload)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "libs.cli", "hook", action, "--client", client],
+        [sys.executable, "-m", "echo_memory.libs.local.cli", "hook", action, "--client", client],
         input=raw, capture_output=True, text=True, timeout=30, env=env or os.environ.copy(), cwd=cwd,
     )
     return done.returncode, done.stdout, time.perf_counter() - start

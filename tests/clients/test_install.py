@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from libs.cli.main import main
-from libs.clients import CLIENTS
+from echo_memory.libs.local.cli.main import main
+from echo_memory.libs.local.clients import CLIENTS
 
 TOKEN = "em_local_" + "A" * 43
 OTHER_JSON = {"command": "npx", "args": ["-y", "@acme/other-server"], "env": {"ACME": "1"}}

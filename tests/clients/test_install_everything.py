@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from libs.cli.main import main
-from libs.cli.system import QUICKSTART_TOKEN_FILE, _print_client_line
-from libs.config import load_settings
-from libs.contracts.tokens import hash_token
-from libs.testing import EchoStack
+from echo_memory.libs.core.config import load_settings
+from echo_memory.libs.core.contracts.tokens import hash_token
+from echo_memory.libs.local.cli.main import main
+from echo_memory.libs.local.cli.system import QUICKSTART_TOKEN_FILE, _print_client_line
+from echo_memory.libs.testing import EchoStack
 
 
 @pytest.fixture

@@ -7,12 +7,12 @@ from contextlib import asynccontextmanager
 
 import numpy as np
 
-from libs.bus.broker import make_broker
-from libs.cli.dashboard_commands import seed_scope
-from libs.embed import MiniLM
-from libs.supervisor.ports import free_port
-from libs.testing import EchoStack
-from services.dashboard.app import RunningDashboard, start_dashboard
+from echo_memory.libs.local.cli.dashboard_commands import seed_scope
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.dashboard.app import RunningDashboard, start_dashboard
 
 _VECTORS: dict[str, np.ndarray] = {}
 

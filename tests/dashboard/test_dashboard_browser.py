@@ -17,9 +17,9 @@ from dashboard_support import dashboard, seed
 from playwright.async_api import Locator
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from libs.embed import MiniLM
-from libs.testing import EchoStack
-from services.dashboard.app import RunningDashboard
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.dashboard.app import RunningDashboard
 
 pytestmark = pytest.mark.timeout(300)
 

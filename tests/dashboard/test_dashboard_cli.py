@@ -11,9 +11,9 @@ import sys
 import httpx2 as httpx
 import pytest
 
-from libs.cli.main import main
-from libs.supervisor.ports import free_port
-from libs.testing import EchoStack
+from echo_memory.libs.local.cli.main import main
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.testing import EchoStack
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -23,7 +23,7 @@ def cli_env(stack: EchoStack) -> dict[str, str]:
 
 
 async def run_cli(stack: EchoStack, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "libs.cli", *args, env=cli_env(stack),
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "echo_memory.libs.local.cli", *args, env=cli_env(stack),
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), timeout=200)
     assert proc.returncode is not None
@@ -44,7 +44,7 @@ async def test_demo_seed_then_serve(stack: EchoStack) -> None:
 
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "libs.cli", "dashboard", "--serve", "--port", str(port), env=cli_env(stack),
+        sys.executable, "-m", "echo_memory.libs.local.cli", "dashboard", "--serve", "--port", str(port), env=cli_env(stack),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         assert proc.stdout is not None

@@ -12,11 +12,11 @@ import psycopg
 import pytest
 from dashboard_support import seed
 
-from libs.bus.client import BusClient
-from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError
-from libs.embed import MiniLM
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
-from services.audit import graph_layout as gl
+from echo_memory.services.audit import graph_layout as gl
 
 
 def clique(prefix: str, size: int) -> list[gl.Edge]:

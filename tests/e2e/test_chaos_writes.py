@@ -28,16 +28,16 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from test_up import Running, cli, start_quickstart, state, stop
 
-from libs.supervisor.postgres import EmbeddedPostgres
-from libs.testing import mcp_http_client, server_dir
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres
+from echo_memory.libs.testing import mcp_http_client, server_dir
 
 pytestmark = pytest.mark.e2e
 
 WORKERS = 3
 STEADY_SECONDS = 2.0  # load before each kill, and after the last recovery
 # A restarted writes service loads the embedding model, the edge its imports: on a loaded 2-core
-# machine either took most of a minute (libs/supervisor/supervisor.py EDGE_START_TIMEOUT).
+# machine either took most of a minute (libs/local/supervisor/supervisor.py EDGE_START_TIMEOUT).
 RECOVERY_BOUND = 120.0
 CALL_BOUND = 30.0
 VICTIMS = ("writes", "edge", "nats", "postgres")

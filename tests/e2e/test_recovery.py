@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from test_up import BIN, Running, _env, call, cli, start_quickstart, state, stop
 
-from libs.testing import server_dir
+from echo_memory.libs.testing import server_dir
 
 pytestmark = pytest.mark.e2e
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from libs.testing import mcp_http_client, server_dir
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import mcp_http_client, server_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -165,7 +165,7 @@ def test_one_scrape_url_serves_every_service_and_health_reads_the_store(system: 
 
 
 def test_services_and_edge_run_on_uvloop(system: Running) -> None:
-    # libs/eventloop.py: every process's loop is uvloop's where it is installed (it is, here).
+    # libs/server/eventloop.py: every process's loop is uvloop's where it is installed (it is, here).
     status = cli(system.home, "status").stdout
     pids = {name: int(pid) for name, pid in re.findall(r"^(\w+)\s+running\s+(\d+)", status, re.M)}
     for name in ("writes", "retrieval", "edge"):

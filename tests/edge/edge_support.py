@@ -7,11 +7,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from libs.config.edge import EdgeSettings
-from libs.supervisor.ports import free_port
-from libs.testing import EchoStack
-from libs.testing import mcp_http_client as mcp_client  # noqa: F401  (the edge tests' name for it)
-from services.edge.app import RunningEdge, start_edge
+from echo_memory.libs.core.config.edge import EdgeSettings
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing import mcp_http_client as mcp_client  # noqa: F401  (the edge tests' name for it)
+from echo_memory.services.edge.app import RunningEdge, start_edge
 
 
 @asynccontextmanager

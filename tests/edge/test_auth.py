@@ -9,10 +9,10 @@ import httpx2
 import psycopg
 from edge_support import extra_edge, mcp_client
 
-from libs.orgs import register_org, unregister_org
-from libs.store import admin
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.server.orgs import register_org, unregister_org
+from echo_memory.libs.server.store import admin
+from echo_memory.libs.testing import EchoStack
 
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

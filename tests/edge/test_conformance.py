@@ -16,7 +16,7 @@ import pytest
 from edge_support import ConformanceRunner
 from jsonschema import Draft202012Validator
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 
 APPLICABLE = ("server-initialize", "ping", "tools-list", "logging-set-level", "dns-rebinding-protection")
 

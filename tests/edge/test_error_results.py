@@ -11,7 +11,7 @@ from typing import Any
 
 from jsonschema.validators import validator_for
 
-from libs.testing import EchoStack, tool_error
+from echo_memory.libs.testing import EchoStack, tool_error
 
 # For each tool: a call with a bad argument, and one naming a scope the token cannot read.
 BAD_CALLS: dict[str, list[dict[str, Any]]] = {

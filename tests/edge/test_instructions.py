@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typing
 
-from libs.contracts.write import NotStored
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.write import NotStored
+from echo_memory.libs.testing import EchoStack
 
 
 async def test_server_instructions_and_descriptions_teach_when_to_recall_and_write(stack: EchoStack) -> None:

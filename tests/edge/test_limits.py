@@ -8,13 +8,13 @@ import httpx2
 from edge_support import extra_edge, mcp_client
 from prometheus_client.parser import text_string_to_metric_families
 
-from libs.config import Settings
-from libs.config.edge import EdgeSettings
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.testing import EchoStack, server_dir
-from libs.testing.stack import tool_error
-from services.edge.app import start_edge
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.config.edge import EdgeSettings
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.testing import EchoStack, server_dir
+from echo_memory.services.edge.app import start_edge
 
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -14,11 +14,11 @@ from typing import Any
 from jsonschema.validators import validator_for
 from pydantic import BaseModel
 
-from libs.contracts.common import Provenance
-from libs.contracts.framing import MEMORY_NOTICE
-from libs.contracts.query import MemoryItem, QueryMemoryResult
-from services.edge.schemas import client_output_schema
-from services.edge.tools import TOOLS
+from echo_memory.libs.core.contracts.common import Provenance
+from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE
+from echo_memory.libs.core.contracts.query import MemoryItem, QueryMemoryResult
+from echo_memory.services.edge.schemas import client_output_schema
+from echo_memory.services.edge.tools import TOOLS
 
 
 def _valid(schema: dict[str, Any], document: Any) -> bool:

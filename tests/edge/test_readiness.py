@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx2
 
-from libs.config.edge import EdgeSettings
-from libs.embed import MiniLM
-from libs.testing import EchoStack
+from echo_memory.libs.core.config.edge import EdgeSettings
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
 
 
 async def _readyz(stack: EchoStack) -> tuple[int, str]:

@@ -16,12 +16,12 @@ import nats
 import pytest
 from edge_support import extra_edge
 
-from libs.bus.broker import make_broker, subscriptions_registered
-from libs.bus.client import BusClient
-from libs.contracts.subjects import request_subject
-from libs.contracts.tokens import mint
-from libs.testing import EchoStack
-from services.edge.identity import BusTokenVerifier
+from echo_memory.libs.core.contracts.subjects import request_subject
+from echo_memory.libs.core.contracts.tokens import mint
+from echo_memory.libs.server.bus.broker import make_broker, subscriptions_registered
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.edge.identity import BusTokenVerifier
 
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 from mcp import Client
 
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, counts
 
 ONE = PAYMENTS["facts"][0]

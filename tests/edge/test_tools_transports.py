@@ -18,10 +18,10 @@ from typing import Any
 import psycopg
 from mcp import Client, StdioServerParameters
 
-from libs.contracts.framing import CLOSE_TAG, OPEN_TAG
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
-from services.edge.tools import TOOLS
+from echo_memory.libs.core.contracts.framing import CLOSE_TAG, OPEN_TAG
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.edge.tools import TOOLS
 
 ECHO_MEMORY = Path(sys.executable).with_name("echo-memory")
 FACT = {

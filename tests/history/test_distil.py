@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from libs.contracts.framing import OPEN_TAG
-from libs.testing import EchoStack, tool_error
+from echo_memory.libs.core.contracts.framing import OPEN_TAG
+from echo_memory.libs.testing import EchoStack, tool_error
 from tests.history.history_fixtures import install
 from tests.history.test_history_import import env_for, run
 

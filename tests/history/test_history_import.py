@@ -11,9 +11,9 @@ from typing import Any
 
 import psycopg
 
-from libs.history.engine import BATCH_TURNS
-from libs.history.state import state_path
-from libs.testing import EchoStack
+from echo_memory.libs.local.history.engine import BATCH_TURNS
+from echo_memory.libs.local.history.state import state_path
+from echo_memory.libs.testing import EchoStack
 from tests.history.history_fixtures import EXPECTED, install
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ def env_for(stack: EchoStack, home: Path) -> dict[str, str]:
 
 async def run(env: dict[str, str], *args: str) -> tuple[int, list[dict[str, Any]], str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "libs.cli", "import", "--json", *args, env=env, cwd=ROOT,
+        sys.executable, "-m", "echo_memory.libs.local.cli", "import", "--json", *args, env=env, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), timeout=240)
     reports = json.loads(out) if out.strip() else []
@@ -132,14 +132,14 @@ async def test_since_leaves_out_turns_that_ended_before_it(stack: EchoStack, tmp
 async def test_an_import_killed_mid_run_resumes_without_losing_or_repeating_a_turn(
     stack: EchoStack, tmp_path: Path
 ) -> None:
-    from libs.testing.history_synth import write_history
+    from echo_memory.libs.testing.history_synth import write_history
     from tests.history.history_fixtures import make_repo
 
     turns = 300
     write_history(tmp_path, "codex", turns, 12, make_repo(tmp_path))
     env = env_for(stack, tmp_path)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "libs.cli", "import", "--source", "codex", env=env, cwd=ROOT,
+        sys.executable, "-m", "echo_memory.libs.local.cli", "import", "--source", "codex", env=env, cwd=ROOT,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     for _ in range(600):  # until at least one batch is stored, then kill it without warning
         await asyncio.sleep(0.1)
@@ -168,7 +168,7 @@ async def test_watch_imports_new_turns_as_they_finish_until_interrupted(stack: E
     install(tmp_path, ("gemini-cli",))
     env = env_for(stack, tmp_path)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "libs.cli", "import", "--watch", "--interval", "1", "--quiet", env=env, cwd=ROOT,
+        sys.executable, "-m", "echo_memory.libs.local.cli", "import", "--watch", "--interval", "1", "--quiet", env=env, cwd=ROOT,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     try:
         for _ in range(600):

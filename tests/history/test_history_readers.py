@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from libs.history.base import ReadStats
-from libs.history.engine import SourceReport, episode_of
-from libs.history.sources import build_source
-from libs.history.turns import Turn, render, turn_id
+from echo_memory.libs.local.history.base import ReadStats
+from echo_memory.libs.local.history.engine import SourceReport, episode_of
+from echo_memory.libs.local.history.sources import build_source
+from echo_memory.libs.local.history.turns import Turn, render, turn_id
 from tests.history.history_fixtures import EXPECTED, SOURCES, install
 
 
@@ -84,7 +84,7 @@ def test_a_claude_turn_has_its_tool_call_result_and_reply_in_order(tmp_path: Pat
 def test_a_long_tool_output_is_shortened_with_a_marker_never_silently(tmp_path: Path) -> None:
     turn = Turn(source="codex", conversation="c", first_message_id="m", last_message_id="m", user="go",
                 started_at=None, ended_at=None, reply="done", complete=True)
-    from libs.history.turns import ToolStep
+    from echo_memory.libs.local.history.turns import ToolStep
 
     turn.tools = [ToolStep(name="shell", arguments="ls", result="x" * 50_000)]
     text, cut = render(turn)

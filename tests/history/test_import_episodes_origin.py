@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from libs.contracts.errors import EchoError
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.testing import EchoStack
 
 
 def turn(n: int, **extra: Any) -> dict[str, Any]:

@@ -20,10 +20,10 @@ import psycopg
 import pytest
 from image_support import LOCKED_DOWN, PG_IMAGE, Containers, wait
 
-from libs.embed import MiniLM
-from libs.store.schema import apply_migrations
-from libs.supervisor.ports import free_port
-from libs.testing.stack import EchoStack
+from echo_memory.libs.local.stack import EchoStack
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.store.schema import apply_migrations
 
 pytestmark = pytest.mark.images
 

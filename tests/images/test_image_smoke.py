@@ -20,9 +20,9 @@ import psycopg
 import pytest
 from image_support import APP_IMAGE, LOCKED_DOWN, PG_IMAGE, Containers, podman, wait
 
-from libs.supervisor.nats import nats_binary
-from libs.supervisor.ports import free_port
-from libs.testing.stack import mcp_http_client
+from echo_memory.libs.local.stack import mcp_http_client
+from echo_memory.libs.local.supervisor.nats import nats_binary
+from echo_memory.libs.local.supervisor.ports import free_port
 
 pytestmark = pytest.mark.images
 

@@ -8,12 +8,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from libs.bus.broker import make_broker
-from libs.bus.client import BusClient
-from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError
-from libs.store import tokens
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.server.store import tokens
+from echo_memory.libs.testing import EchoStack
 
 IMPORT_ID = "6f1d2c3b-0000-4000-8000-000000000003"
 # Every admin-only verb with arguments that succeed for the admin.

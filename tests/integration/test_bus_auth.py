@@ -1,7 +1,7 @@
 """The authenticated bus: a real nats-server run from the supervisor's own config, real services and edge.
 
 Every process connects as its kind's user; a connection without credentials is refused, and a
-user may only do what libs/bus/permissions.py grants it (checked against the server itself).
+user may only do what libs/server/bus/permissions.py grants it (checked against the server itself).
 A `watcher` user that may read everything stands in for an attacker who got onto the bus anyway,
 to show what crosses it: never a bearer token.
 """
@@ -20,19 +20,24 @@ import psycopg
 import pytest
 from nats.aio.msg import Msg
 
-from libs.bus.auth import NatsCredentials, connect_options, new_credentials
-from libs.bus.broker import subscriptions_registered
-from libs.bus.permissions import EDGE_VERBS, bus_users
-from libs.contracts.bus import Caller, Request
-from libs.contracts.identity import admin_caller
-from libs.contracts.subjects import request_subject
-from libs.embed import MiniLM
-from libs.supervisor.bus_auth import credentials_file, ensure_credentials, server_config, write_server_config
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.testing import EchoStack
-from libs.testing.probes import write_and_recall
-from services.edge.tools import TOOLS
+from echo_memory.libs.core.contracts.bus import Caller, Request
+from echo_memory.libs.core.contracts.identity import admin_caller
+from echo_memory.libs.core.contracts.subjects import request_subject
+from echo_memory.libs.local.supervisor.bus_auth import (
+    credentials_file,
+    ensure_credentials,
+    server_config,
+    write_server_config,
+)
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.server.bus.auth import NatsCredentials, connect_options, new_credentials
+from echo_memory.libs.server.bus.broker import subscriptions_registered
+from echo_memory.libs.server.bus.permissions import EDGE_VERBS, bus_users
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.probes import write_and_recall
+from echo_memory.services.edge.tools import TOOLS
 
 
 class SecuredBus:
@@ -178,7 +183,7 @@ def test_the_edge_user_may_send_exactly_the_verbs_of_its_tools() -> None:
 
 
 def test_every_subject_string_the_table_grants_is_a_real_subject() -> None:
-    from libs.bus.permissions import permissions
+    from echo_memory.libs.server.bus.permissions import permissions
 
     for user in bus_users():
         granted: dict[str, Any] = permissions(user)
@@ -189,10 +194,10 @@ def test_every_subject_string_the_table_grants_is_a_real_subject() -> None:
 async def test_the_cli_without_valid_credentials_is_refused_in_one_sentence(
     secured_bus: SecuredBus, tmp_path: Path
 ) -> None:
-    from libs.bus.auth import write_credentials
-    from libs.bus.broker import stop_broker
-    from libs.cli.connection import BusRefused, connect_bus
-    from libs.config import Settings
+    from echo_memory.libs.core.config import Settings
+    from echo_memory.libs.local.cli.connection import BusRefused, connect_bus
+    from echo_memory.libs.server.bus.auth import write_credentials
+    from echo_memory.libs.server.bus.broker import stop_broker
 
     wrong = tmp_path / "wrong.json"
     write_credentials(wrong, new_credentials("admin"))
@@ -216,9 +221,9 @@ async def test_a_service_finds_an_org_in_the_registry_as_its_own_user(
     secured_stack: EchoStack, secured_bus: SecuredBus, database_url: str
 ) -> None:
     """The operator's path: an org registered (as admin) while services run is served, KV read as the service user."""
-    from libs.bus.broker import make_broker
-    from libs.bus.client import BusClient
-    from libs.orgs import register_org, unregister_org
+    from echo_memory.libs.server.bus.broker import make_broker
+    from echo_memory.libs.server.bus.client import BusClient
+    from echo_memory.libs.server.orgs import register_org, unregister_org
 
     other = secured_stack.org + "-b"
     await register_org(secured_bus.url, other, database_url, secured_bus.users["admin"])

@@ -10,14 +10,14 @@ import nats
 import pytest
 from faststream.nats import NatsBroker
 
-from libs.bus.broker import make_broker, stop_broker, subscriptions_registered
-from libs.bus.client import BusClient, bus_connected
-from libs.contracts.errors import BusTimeout, EchoError, Unavailable
-from libs.contracts.identity import admin_caller
-from libs.contracts.subjects import request_subject
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.testing import server_dir
+from echo_memory.libs.core.contracts.errors import BusTimeout, EchoError, Unavailable
+from echo_memory.libs.core.contracts.identity import admin_caller
+from echo_memory.libs.core.contracts.subjects import request_subject
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.server.bus.broker import make_broker, stop_broker, subscriptions_registered
+from echo_memory.libs.server.bus.client import BusClient, bus_connected
+from echo_memory.libs.testing import server_dir
 
 ORG = "blame"
 SERVICE, VERB = "writes", "status"

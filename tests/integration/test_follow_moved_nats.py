@@ -9,11 +9,11 @@ from pathlib import Path
 
 import nats
 
-from libs.supervisor.follow import follow_supervisor_nats
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.supervisor.state import State, write_state
-from libs.testing import server_dir
+from echo_memory.libs.local.supervisor.follow import follow_supervisor_nats
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.state import State, write_state
+from echo_memory.libs.testing import server_dir
 
 
 def _state(home: Path, url: str) -> None:

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from libs.contracts.errors import Unavailable
-from libs.service.errors import as_echo_error
-from libs.store.pool import OrgDatabases
-from libs.store.schema import apply_migrations
-from libs.supervisor.ports import free_port
-from libs.supervisor.postgres import EmbeddedPostgres
-from libs.testing import server_dir
+from echo_memory.libs.core.contracts.errors import Unavailable
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres
+from echo_memory.libs.server.service.errors import as_echo_error
+from echo_memory.libs.server.store.pool import OrgDatabases
+from echo_memory.libs.server.store.schema import apply_migrations
+from echo_memory.libs.testing import server_dir
 
 
 @pytest.fixture

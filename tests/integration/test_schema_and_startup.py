@@ -10,9 +10,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from libs.contracts.errors import SchemaTooNew
-from libs.store.migrations import CODE_SCHEMA_VERSION, all_migrations
-from libs.store.schema import apply_migrations, schema_version
+from echo_memory.libs.core.contracts.errors import SchemaTooNew
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION, all_migrations
+from echo_memory.libs.server.store.schema import apply_migrations, schema_version
 
 BIN = Path(sys.executable).parent / "echo-memory"
 

@@ -10,8 +10,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from libs.store.schema import apply_migrations
-from libs.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.server.store.schema import apply_migrations
 
 BIN = Path(sys.executable).parent / "echo-memory"
 

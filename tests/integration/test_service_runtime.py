@@ -14,17 +14,17 @@ import psycopg
 import pytest
 from pydantic import BaseModel, SecretStr
 
-from libs.bus.broker import make_broker
-from libs.bus.client import BusClient
-from libs.config import Settings, Workers
-from libs.contracts.bus import Caller, Reply
-from libs.contracts.errors import Conflict, EchoError, Internal, InvalidArgument, Unavailable
-from libs.contracts.verbs import NotBuiltResult
-from libs.service.context import RequestContext
-from libs.service.routes import Route, check_routes, encode_reply
-from libs.service.runner import start_service
-from libs.supervisor.ports import free_port
-from libs.testing import EchoStack, tool_error
+from echo_memory.libs.core.config import Settings, Workers
+from echo_memory.libs.core.contracts.bus import Caller, Reply
+from echo_memory.libs.core.contracts.errors import Conflict, EchoError, Internal, InvalidArgument, Unavailable
+from echo_memory.libs.core.contracts.verbs import NotBuiltResult
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.server.service.context import RequestContext
+from echo_memory.libs.server.service.routes import Route, check_routes, encode_reply
+from echo_memory.libs.server.service.runner import start_service
+from echo_memory.libs.testing import EchoStack, tool_error
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -173,7 +173,7 @@ def test_only_processes_that_embed_load_the_model_runtime_and_the_edge_no_databa
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
     )
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from libs.cli.main import main; sys.exit(main())", "service", name],
+        [sys.executable, "-c", "import sys; from echo_memory.libs.local.cli.main import main; sys.exit(main())", "service", name],
         env=env, cwd=REPO,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
@@ -193,7 +193,7 @@ def test_only_processes_that_embed_load_the_model_runtime_and_the_edge_no_databa
 
 
 async def test_reindex_loads_the_model_only_when_it_re_embeds(database_url: str, nats_url: str, org: str) -> None:
-    from services.reindex.app import routes
+    from echo_memory.services.reindex.app import routes
 
     settings = Settings(org=org, database_url=SecretStr(database_url), nats_url=nats_url)
     running = await start_service("reindex", routes, settings, lazy_model=True)
@@ -212,7 +212,7 @@ async def test_reindex_loads_the_model_only_when_it_re_embeds(database_url: str,
 
 
 async def test_reindex_keeps_answering_while_its_model_loads(database_url: str, nats_url: str, org: str) -> None:
-    from services.reindex.app import routes
+    from echo_memory.services.reindex.app import routes
 
     settings = Settings(org=org, database_url=SecretStr(database_url), nats_url=nats_url)
     running = await start_service("reindex", routes, settings, lazy_model=True)

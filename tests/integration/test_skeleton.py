@@ -7,8 +7,8 @@ import time
 import httpx2
 import pytest
 
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import EchoStack
 
 FACT = {
     "session_id": "s-1",
@@ -50,7 +50,7 @@ async def test_a_written_fact_comes_back_ranked_with_score_and_provenance(stack:
 
 
 async def test_all_nine_tools_are_listed_with_their_contract_schemas(stack: EchoStack) -> None:
-    from libs.contracts.write import WriteEpisodeInput
+    from echo_memory.libs.core.contracts.write import WriteEpisodeInput
 
     async with stack.client(stack.issue_token("cursor")) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -88,7 +88,7 @@ async def test_a_stopped_service_gives_a_retryable_error_within_the_timeout(stac
 
 async def test_an_unbuilt_verb_answers_with_a_typed_error_not_an_empty_success(stack: EchoStack) -> None:
     # Consolidation has no issue yet: its service runs and must say so instead of succeeding.
-    from libs.contracts.errors import NotBuilt
+    from echo_memory.libs.core.contracts.errors import NotBuilt
 
     with pytest.raises(NotBuilt) as raised:
         await stack.admin_call("consolidation", "consolidate", {})

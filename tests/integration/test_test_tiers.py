@@ -6,11 +6,11 @@ import psycopg
 import pytest
 from pydantic import SecretStr
 
-from libs.config import Settings
-from libs.contracts.errors import Conflict, InvalidArgument, NotFound
-from libs.embed import MiniLM
-from libs.store import access
-from libs.testing.tiers import Handlers, rolled_back, routed
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.errors import Conflict, InvalidArgument, NotFound
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.store import access
+from echo_memory.libs.testing.tiers import Handlers, rolled_back, routed
 
 EPISODE = {
     "session_id": "s-tier",

@@ -85,7 +85,8 @@ class OperatorThread:
 
     def __init__(self, *, config: Any, backend: Any) -> None:
         import kopf
-        from echo_operator import build_registry
+
+        from echo_memory.operator import build_registry
 
         self._stop, self._ready = threading.Event(), threading.Event()
         self.errors: list[BaseException] = []
@@ -120,7 +121,7 @@ class OperatorThread:
 
 
 class RecordingBackend:
-    """An in-memory :class:`echo_operator.Backend` that records what the operator asked for.
+    """An in-memory :class:`echo_memory.operator.Backend` that records what the operator asked for.
 
     Used where the test is about Kubernetes behaviour; ``test_k8s_operator_real.py``
     runs the same flow against the real ``LiveBackend`` (Postgres + NATS).
@@ -139,10 +140,10 @@ class RecordingBackend:
 
     async def claim_org(self, org: str, *, owner: str, database_url: str, serve: bool,
                         password_file: str | None = None) -> None:
-        """The registry's rules (libs.orgs): a free name, your own entry, or an ownerless one on the same database."""
-        from echo_operator.backend import OrgNameTaken
-
-        from libs.orgs import same_database
+        """The registry's rules (echo_memory.libs.server.orgs): a free name, your own entry, or an ownerless
+        one on the same database."""
+        from echo_memory.libs.server.orgs import same_database
+        from echo_memory.operator.backend import OrgNameTaken
 
         if self.fail_register is not None:
             raise self.fail_register
@@ -267,7 +268,7 @@ def strip_dependencies(src: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
 
 
 class FakeKube:
-    """In-memory stand-in for :class:`echo_operator.Kube` that validates what it is sent."""
+    """In-memory stand-in for :class:`echo_memory.operator.Kube` that validates what it is sent."""
 
     def __init__(self, crds: set[str] | None = None) -> None:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}

@@ -226,12 +226,12 @@ def test_operator_deployment(render: Render) -> None:
     pod = dep["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "rel-echo-memory-operator"
     container = pod["containers"][0]
-    assert container["command"] == ["python", "-m", "echo_operator"]
+    assert container["command"] == ["python", "-m", "echo_memory.operator"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     env = container_env(dep)
     assert env["ECHO_OPERATOR_IMAGE"] == container["image"]
     assert env["ECHO_OPERATOR_NAMESPACES"] == "" and env["ECHO_OPERATOR_LIVENESS"].endswith(":8080/healthz")
-    from echo_operator import OperatorConfig  # the operator reads exactly what the chart sets
+    from echo_memory.operator import OperatorConfig  # the operator reads exactly what the chart sets
 
     config = OperatorConfig.from_env({k: v for k, v in env.items() if isinstance(v, str)})
     assert config.namespaces == () and config.resync_seconds == 30 and config.image == container["image"]

@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
-from echo_operator import OperatorConfig
-from echo_operator.manifests import build_db_statefulset, build_migration_job
 from k8s_support import CHART, strip_dependencies
+
+from echo_memory.operator import OperatorConfig
+from echo_memory.operator.manifests import build_db_statefulset, build_migration_job
+from echo_memory.operator.manifests.pods import PodSettings
 
 NS = "memsys"
 
@@ -177,7 +179,7 @@ def test_operator_made_pods_get_pull_secrets_scheduling_and_resources(helm_bin: 
     operator = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("-operator"))
     env = {e["name"]: e.get("value") for e in operator["spec"]["template"]["spec"]["containers"][0]["env"]}
     config = OperatorConfig.from_env(env)  # exactly what the operator process reads
-    pod = config.pod_settings()
+    pod = PodSettings.model_validate(config.pod_settings_json)
     sts = build_db_statefulset(org_resource="acme", namespace="t", image="pg", storage="1Gi", storage_class=None,
                                delete_volumes_with_set=False, pod=pod)["spec"]["template"]
     assert sts["spec"]["imagePullSecrets"] == [{"name": "regcred"}]

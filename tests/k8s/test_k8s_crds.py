@@ -13,11 +13,12 @@ import jsonschema
 import kopf
 import pytest
 import yaml
-from echo_operator import OperatorConfig, handlers, names
-from echo_operator.context import Context
-from echo_operator.manifests import b64
-from echo_operator.specs import parse_agent, parse_org, parse_scope
 from k8s_support import EXAMPLES, FakeKube, RecordingBackend, closed_schema, newest_k8s_minors, validate_strict
+
+from echo_memory.operator import OperatorConfig, handlers, names
+from echo_memory.operator.context import Context
+from echo_memory.operator.manifests import b64
+from echo_memory.operator.specs import parse_agent, parse_org, parse_scope
 
 KINDS = {names.ORG_KIND: names.ORG_PLURAL, names.SCOPE_KIND: names.SCOPE_PLURAL, names.AGENT_KIND: names.AGENT_PLURAL}
 PARSERS = {names.ORG_KIND: parse_org, names.SCOPE_KIND: parse_scope, names.AGENT_KIND: parse_agent}

@@ -42,7 +42,7 @@ def test_service_image_matches_the_chart() -> None:
     assert f"EXPOSE {values['edge']['port']}" in text
     uid = values["podSecurityContext"]["runAsUser"]
     assert f"USER {uid}:{uid}" in text and f"--uid {uid}" in text
-    # python -m echo_operator: the operator extra and its package are in the image
+    # python -m echo_memory.operator: the operator extra and its package are in the image
     assert "['optional-dependencies']['operator']" in text and "COPY operator ./operator" in text
     ignore = (ROOT / "deploy" / "Containerfile.containerignore").read_text()
     for copied in ("libs", "services", "operator"):

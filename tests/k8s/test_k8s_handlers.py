@@ -11,9 +11,11 @@ from typing import Any
 
 import kopf
 import pytest
-from echo_operator import OperatorConfig, conditions, handlers
-from echo_operator.context import Context
-from echo_operator.manifests import (
+from k8s_support import FakeKube, RecordingBackend, newest_k8s_minors, validate_strict
+
+from echo_memory.operator import OperatorConfig, conditions, handlers
+from echo_memory.operator.context import Context
+from echo_memory.operator.manifests import (
     b64,
     build_cnpg_cluster,
     build_connection_secret,
@@ -23,8 +25,7 @@ from echo_operator.manifests import (
     build_token_secret,
     decode_secret,
 )
-from echo_operator.specs import InvalidSpec, parse_agent, parse_org, parse_scope
-from k8s_support import FakeKube, RecordingBackend, newest_k8s_minors, validate_strict
+from echo_memory.operator.specs import InvalidSpec, parse_agent, parse_org, parse_scope
 
 VERSIONS = newest_k8s_minors()
 

@@ -1,4 +1,4 @@
-"""The chart's NATS users: one per component, the permissions of libs/bus/permissions.py, stable passwords.
+"""The chart's NATS users: one per component, the permissions of libs/server/bus/permissions.py, stable passwords.
 
 Rendered by the real helm binary (conftest.py) from the chart without its NATS dependency
 (k8s_support.strip_dependencies); `helm template` has no cluster, so `lookup` finds nothing.
@@ -18,7 +18,13 @@ import pytest
 import yaml
 from k8s_support import CHART, strip_dependencies
 
-from libs.bus.permissions import CHART_PERMISSIONS, bus_users, main, permission_table_json, permissions
+from echo_memory.libs.server.bus.permissions import (
+    CHART_PERMISSIONS,
+    bus_users,
+    main,
+    permission_table_json,
+    permissions,
+)
 
 SECRET = "echo-memory-nats-auth"
 
@@ -70,7 +76,7 @@ def _secret_refs(node: Any) -> set[str]:
 
 
 def test_the_charts_permission_table_is_the_python_one() -> None:
-    assert CHART_PERMISSIONS.read_text() == permission_table_json(), "run `python -m libs.bus.permissions`"
+    assert CHART_PERMISSIONS.read_text() == permission_table_json(), "run `python -m echo_memory.libs.server.bus.permissions`"
     assert main(["permissions", "--check"]) == 0
     table = json.loads(CHART_PERMISSIONS.read_text())["users"]
     assert list(table) == sorted(bus_users())
@@ -78,7 +84,7 @@ def test_the_charts_permission_table_is_the_python_one() -> None:
 
 
 def test_the_check_fails_when_the_copy_differs(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import libs.bus.permissions as module
+    import echo_memory.libs.server.bus.permissions as module
 
     stale = json.loads(CHART_PERMISSIONS.read_text())
     stale["users"]["edge"]["publish"]["allow"].append("echo.v1.*.writes.token_create")

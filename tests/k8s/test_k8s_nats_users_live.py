@@ -32,17 +32,17 @@ from k8s_support import CHART, ROOT, strip_dependencies
 from nats.aio.msg import Msg
 from pydantic import SecretStr
 
-from libs.bus.auth import CredentialsError, NatsCredentials, connect_options, settings_credentials
-from libs.bus.broker import make_broker, subscriptions_registered
-from libs.bus.client import BusClient
-from libs.config import Settings
-from libs.contracts.bus import Caller, Request
-from libs.contracts.identity import admin_caller
-from libs.contracts.subjects import request_subject
-from libs.supervisor.nats import NatsServer
-from libs.supervisor.ports import free_port
-from libs.testing import mcp_http_client
-from libs.testing.probes import write_and_recall
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.bus import Caller, Request
+from echo_memory.libs.core.contracts.identity import admin_caller
+from echo_memory.libs.core.contracts.subjects import request_subject
+from echo_memory.libs.local.supervisor.nats import NatsServer
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.server.bus.auth import CredentialsError, NatsCredentials, connect_options, settings_credentials
+from echo_memory.libs.server.bus.broker import make_broker, subscriptions_registered
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.testing import mcp_http_client
+from echo_memory.libs.testing.probes import write_and_recall
 
 NS = "memsys"
 
@@ -315,7 +315,7 @@ async def test_services_and_edge_started_with_the_chart_credentials_answer_a_que
             else:
                 env["ECHO_MEMORY_HEALTH_PORT"] = str(port)
             procs[name] = (subprocess.Popen(
-                [sys.executable, "-c", "import sys; from libs.cli.main import main; sys.exit(main())", "service", name],
+                [sys.executable, "-m", "echo_memory.libs.local.cli", "service", name],
                 env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=(tmp_path / f"{name}.err").open("w"), text=True),
                 port)
         await asyncio.to_thread(_wait_ready, procs, tmp_path)
@@ -341,8 +341,8 @@ async def test_services_and_edge_started_with_the_chart_credentials_answer_a_que
 async def test_the_operator_registers_an_org_with_the_admin_credential(chart_bus: ChartBus,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The operator's LiveBackend reads the admin user the chart gives its pod (ECHO_MEMORY_NATS_USER/_PASSWORD)."""
-    from echo_operator import LiveBackend
-    from echo_operator.backend import BusUnavailable
+    from echo_memory.operator import LiveBackend
+    from echo_memory.operator.backend import BusUnavailable
 
     env = chart_bus.env("operator")
     assert env["ECHO_MEMORY_NATS_USER"] == "admin"

@@ -14,10 +14,11 @@ from typing import Any
 import aiohttp
 import jsonschema
 import pytest
-from echo_operator import OperatorConfig
-from echo_operator.manifests import b64, decode_secret
 from k8s_emulator import ApiServer
 from k8s_support import RecordingBackend, closed_schema, eventually, newest_k8s_minors, validate_strict
+
+from echo_memory.operator import OperatorConfig
+from echo_memory.operator.manifests import b64, decode_secret
 
 pytestmark = [pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(60)]
 

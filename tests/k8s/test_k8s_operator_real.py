@@ -3,7 +3,7 @@
 Kubernetes is the emulator (there is no API server here); everything else is
 real: the services and the HTTP edge (EchoStack) on a real nats-server, the
 embedded Postgres standing in for the org's database, the operator's
-``LiveBackend`` (``libs.orgs`` + ``libs.store.admin``), and the migration Job's
+``LiveBackend`` (``echo_memory.libs.server.orgs`` + ``echo_memory.libs.server.store.admin``), and the migration Job's
 own command run against that database.
 """
 
@@ -19,15 +19,15 @@ from typing import Any
 import aiohttp
 import nats
 import pytest
-from echo_operator import LiveBackend, OperatorConfig
-from echo_operator.manifests import b64, decode_secret
 from k8s_emulator import ApiServer
 from k8s_support import ROOT, eventually
 
-from libs.orgs import lookup_org
-from libs.store import admin
-from libs.store.migrations import CODE_SCHEMA_VERSION
-from libs.testing import EchoStack
+from echo_memory.libs.server.orgs import lookup_org
+from echo_memory.libs.server.store import admin
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
+from echo_memory.libs.testing import EchoStack
+from echo_memory.operator import LiveBackend, OperatorConfig
+from echo_memory.operator.manifests import b64, decode_secret
 
 pytestmark = [pytest.mark.kmock(cls=ApiServer), pytest.mark.timeout(90)]
 
@@ -50,7 +50,7 @@ def ready(obj: dict[str, Any] | None) -> bool:
 def run_job(job: dict[str, Any], secrets: dict[str, dict[str, str]]) -> subprocess.CompletedProcess[str]:
     """Play the kubelet: run the Job's container command with its env resolved from Secrets.
 
-    ``echo-memory`` is the console script of this distribution; ``python -m libs.cli``
+    ``echo-memory`` is the console script of this distribution; ``python -m echo_memory.libs.local.cli``
     is the same entry point, so the test does not depend on the script being on PATH.
     """
     container = job["spec"]["template"]["spec"]["containers"][0]
@@ -60,7 +60,7 @@ def run_job(job: dict[str, Any], secrets: dict[str, dict[str, str]]) -> subproce
         env[var["name"]] = secrets[ref["name"]][ref["key"]]
     command = container["command"]
     assert command[0] == "echo-memory"
-    return subprocess.run([sys.executable, "-m", "libs.cli", *command[1:]], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "echo_memory.libs.local.cli", *command[1:]], env=env, capture_output=True,
                           text=True, timeout=60, check=False)
 
 

@@ -23,13 +23,13 @@ from k8s_support import CHART, strip_dependencies
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from libs.bus.broker import make_broker, subscriptions_registered
-from libs.bus.client import BusClient
-from libs.contracts.errors import BusTimeout
-from libs.contracts.identity import admin_caller
-from libs.contracts.subjects import SERVICES, request_subject
-from libs.testing import EchoStack
-from services.edge.metrics import EdgeMetrics
+from echo_memory.libs.core.contracts.errors import BusTimeout
+from echo_memory.libs.core.contracts.identity import admin_caller
+from echo_memory.libs.core.contracts.subjects import SERVICES, request_subject
+from echo_memory.libs.server.bus.broker import make_broker, subscriptions_registered
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.edge.metrics import EdgeMetrics
 from tests.audit.audit_helpers import Writer, fact
 
 METRIC = re.compile(r"\b(echo_[a-z0-9_]+)\b")

@@ -8,9 +8,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from libs.cli import model_commands
-from libs.cli.main import build_parser
-from libs.testing import EchoStack
+from echo_memory.libs.local.cli import model_commands
+from echo_memory.libs.local.cli.main import build_parser
+from echo_memory.libs.testing import EchoStack
 from tests.llm.openai_stand_in import StandIn, llm_env
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from libs.contracts.distil import PendingEpisode
-from libs.contracts.post_hoc import UnhintedFact
-from libs.llm.distil import DistilEntity, DistilFact, DistilReply, plan
-from libs.llm.hints import HintCandidate, HintReply, keep
-from libs.llm.jobs import Report
+from echo_memory.libs.core.contracts.distil import PendingEpisode
+from echo_memory.libs.core.contracts.post_hoc import UnhintedFact
+from echo_memory.libs.local.llm.distil import DistilEntity, DistilFact, DistilReply, plan
+from echo_memory.libs.local.llm.hints import HintCandidate, HintReply, keep
+from echo_memory.libs.local.llm.jobs import Report
 
 TURN = "assistant: We moved the queue to NATS because Kafka was too heavy for one laptop."
 QUOTE = "We moved the queue to NATS because Kafka was too heavy"

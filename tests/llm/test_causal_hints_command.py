@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from libs.bus.broker import make_broker
-from libs.bus.client import BusClient
-from libs.contracts.errors import InvalidArgument
-from libs.llm.jobs import distil_caller
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.local.llm.jobs import distil_caller
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.testing import EchoStack
 from tests.llm.llm_stack import counts, current_facts, rows, run_command
 from tests.llm.openai_stand_in import Answer, Received, serve
 

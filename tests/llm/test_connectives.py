@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from libs.llm.connectives import CONNECTIVES, causal_connective
+from echo_memory.libs.local.llm.connectives import CONNECTIVES, causal_connective
 
 
 @pytest.mark.parametrize("connective", CONNECTIVES)

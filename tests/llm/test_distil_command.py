@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.llm.llm_stack import counts, current_facts, rows, run_command
 from tests.llm.openai_stand_in import Answer, Received, rate_limited, serve
 

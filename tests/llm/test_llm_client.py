@@ -8,9 +8,15 @@ import time
 import pytest
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from libs.config.llm import LlmSettings
-from libs.llm.client import ChatClient
-from libs.llm.errors import LlmHttpError, LlmMalformedReply, LlmNotConfigured, LlmRateLimited, LlmUnavailable
+from echo_memory.libs.core.config.llm import LlmSettings
+from echo_memory.libs.local.llm.client import ChatClient
+from echo_memory.libs.local.llm.errors import (
+    LlmHttpError,
+    LlmMalformedReply,
+    LlmNotConfigured,
+    LlmRateLimited,
+    LlmUnavailable,
+)
 from tests.llm.openai_stand_in import Answer, Received, rate_limited, serve
 
 

@@ -1,9 +1,9 @@
 """Nothing but the two opt-in commands reaches the user's model: writes, migrations, import and hooks never do.
 
 Statically, an import-linter contract (pyproject.toml) forbids every service, the store, history
-import, the hook runtime and every other CLI module from importing libs.llm. Here, at run time:
+import, the hook runtime and every other CLI module from importing echo_memory.libs.local.llm. Here, at run time:
 with the model variables pointing at a local stand-in of the API, a fresh process that loads
-every service, applies the migrations, reads agent history and runs a hook has not loaded libs.llm,
+every service, applies the migrations, reads agent history and runs a hook has not loaded echo_memory.libs.local.llm,
 and the real stack's writes, an `echo-memory import` and a hook send the stand-in nothing. The
 commands themselves, run as a user runs them, refuse without a key and print their dry run.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.history.history_fixtures import install
 from tests.history.test_history_import import env_for
 from tests.history.test_history_import import run as run_import
@@ -28,17 +28,19 @@ from tests.llm.openai_stand_in import Answer, StandIn, llm_env, serve
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = textwrap.dedent("""
     import importlib, io, sys
-    from libs.service.registry import SERVICES
+    from echo_memory.libs.server.service.registry import SERVICES
     for info in SERVICES:
         importlib.import_module(info.module)
-    from libs.store.schema import apply_migrations
+    from echo_memory.libs.server.store.schema import apply_migrations
     applied = apply_migrations(sys.argv[1])
-    import libs.history.engine, libs.cli.history_commands, libs.cli.hook_commands
-    from libs.cli.main import build_parser, main
+    import echo_memory.libs.local.cli.history_commands
+    import echo_memory.libs.local.cli.hook_commands
+    import echo_memory.libs.local.history.engine
+    from echo_memory.libs.local.cli.main import build_parser, main
     build_parser()
     sys.stdin = io.StringIO('{"prompt": "hello"}')
     main(["hook", "recall", "--client", "claude-code"])
-    loaded = sorted(m for m in sys.modules if m == "libs.llm" or m.startswith("libs.llm."))
+    loaded = sorted(m for m in sys.modules if m == "echo_memory.libs.local.llm" or m.startswith("echo_memory.libs.local.llm."))
     print("applied", len(applied), "loaded", loaded)
 """)
 
@@ -87,7 +89,7 @@ async def test_writes_an_import_and_a_hook_send_the_model_nothing(
         assert not written.is_error and written.structured_content["stored"]
         code, reports, err = await run_import(env)
         assert code == 0 and sum(r["imported"] for r in reports) > 0, err
-        code, _, err = await _python(env, "-m", "libs.cli", "hook", "capture", "--client", "codex",
+        code, _, err = await _python(env, "-m", "echo_memory.libs.local.cli", "hook", "capture", "--client", "codex",
                                      stdin=b'{"prompt": "hi"}')
         assert code == 0, err
     assert server.requests == []
@@ -102,7 +104,7 @@ async def test_the_commands_refuse_without_a_key_and_print_a_dry_run_with_one(st
         bare = {k: v for k, v in env.items() if not k.startswith("ECHO_MEMORY_LLM_")}
         before = counts(stack)
         commands = ("distil", "infer-causal-hints")
-        runs = await asyncio.gather(*(_python(bare, "-m", "libs.cli", c, "--write") for c in commands))
+        runs = await asyncio.gather(*(_python(bare, "-m", "echo_memory.libs.local.cli", c, "--write") for c in commands))
         for command, (code, _, err) in zip(commands, runs, strict=True):
             assert code == 1 and "ECHO_MEMORY_LLM_API_KEY" in err and "nothing was sent" in err, (command, err)
         assert counts(stack) == before and server.requests == []
@@ -112,7 +114,7 @@ async def test_the_commands_refuse_without_a_key_and_print_a_dry_run_with_one(st
              '"fact": "The api retries twice because the network is flaky.", "confidence": "extracted", '
              '"quote": "The api retries twice because the network is flaky."}]}')
     with serve(lambda r: Answer(content=reply)) as server:
-        code, out, err = await _python(_env(stack, tmp_path, server), "-m", "libs.cli", "distil")
+        code, out, err = await _python(_env(stack, tmp_path, server), "-m", "echo_memory.libs.local.cli", "distil")
     assert code == 0, err
     assert "+ (api) -retries because of-> (network): The api retries twice" in out
     assert "would write 1 (dry run: nothing written)" in out and "run again with --write" in out

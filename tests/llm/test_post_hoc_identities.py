@@ -5,9 +5,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.identity import POST_HOC_AGENTS
-from libs.store import admin
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.identity import POST_HOC_AGENTS
+from echo_memory.libs.server.store import admin
 
 
 @pytest.mark.parametrize("agent", sorted(POST_HOC_AGENTS))

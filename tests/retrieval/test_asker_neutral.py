@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 
 # Three agents in three projects, each with a fact on the same subject (how deploys are rolled
 # back), so a silent preference for the asker's own write would reorder them.

@@ -6,12 +6,12 @@ from __future__ import annotations
 import psycopg
 from pgvector.psycopg import register_vector_async
 
-from libs.config.retrieval import RetrievalSettings
-from libs.contracts.bus import Caller
-from libs.contracts.query import QueryMemoryInput
-from libs.embed import MiniLM
-from libs.testing import EchoStack
-from services.retrieval.search import query_memory
+from echo_memory.libs.core.config.retrieval import RetrievalSettings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.query import QueryMemoryInput
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.retrieval.search import query_memory
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 TOPICS = ["billing", "search", "auth", "deploys", "payroll", "metrics", "email", "storage"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 
 OLD = "older-model-v0"
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-from libs.config.retrieval import FusionWeights
-from libs.embed import MiniLM
-from libs.eval.agent_facts import write_args
-from libs.testing.tiers import Handlers
-from services.retrieval import queries as q
-from services.retrieval.channels import Candidate, proximity
-from services.retrieval.fusion import fuse
+from echo_memory.libs.core.config.retrieval import FusionWeights
+from echo_memory.libs.local.eval.agent_facts import write_args
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.retrieval import queries as q
+from echo_memory.services.retrieval.channels import Candidate, proximity
+from echo_memory.services.retrieval.fusion import fuse
 
 DOCS = ["Alice: the kiln fired my vase", "Bob: my vase fired in the kiln", "Carol: I bought a vase"]
 

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import psycopg
 
-from libs.testing import EchoStack
-from services.retrieval import channels as ch
-from services.retrieval.queries import GRAPH_EDGES_PER_ENTITY
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.retrieval import channels as ch
+from echo_memory.services.retrieval.queries import GRAPH_EDGES_PER_ENTITY
 
 HUB = "core gateway"
 SPOKES = 8

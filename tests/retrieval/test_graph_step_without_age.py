@@ -6,7 +6,7 @@ import asyncio
 
 import psycopg
 
-from libs.testing.stack import EchoStack
+from echo_memory.libs.local.stack import EchoStack
 
 
 async def test_the_graph_step_reports_that_there_is_no_age(stack: EchoStack) -> None:

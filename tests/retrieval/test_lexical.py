@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import math
 
-from libs.config import load_settings
-from libs.contracts.bus import Caller
-from libs.contracts.query import QueryMemoryInput
-from libs.contracts.reindex import LEXICAL_FORMAT_VERSION
-from libs.embed import MiniLM
-from libs.testing.tiers import Handlers
-from services.retrieval import queries as q
-from services.retrieval.search import query_memory
+from echo_memory.libs.core.config import load_settings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.query import QueryMemoryInput
+from echo_memory.libs.core.contracts.reindex import LEXICAL_FORMAT_VERSION
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.retrieval import queries as q
+from echo_memory.services.retrieval.search import query_memory
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 DOCS = ["Alice: the kiln fired my vase", "Bob: the kiln is hot hot", "Carol: I bought a vase"]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 
-from libs.config.retrieval import FusionWeights
-from libs.embed import MiniLM
-from libs.testing.tiers import Handlers
-from services.retrieval import channels as ch
-from services.retrieval.channels import Candidate, LexicalMode
-from services.retrieval.fusion import fuse
+from echo_memory.libs.core.config.retrieval import FusionWeights
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.retrieval import channels as ch
+from echo_memory.services.retrieval.channels import Candidate, LexicalMode
+from echo_memory.services.retrieval.fusion import fuse
 
 ON = ("dense", "lexical")
 

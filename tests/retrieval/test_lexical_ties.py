@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 
 COLOURS = ["red", "blue", "yellow", "purple", "orange", "silver", "golden", "pink", "brown", "grey"]
 ANIMALS = ["horse", "rabbit", "parrot", "goat", "tiger", "camel", "otter", "beetle"]

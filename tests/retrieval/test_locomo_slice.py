@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from libs.eval.runner import run_locomo
-from libs.testing import EchoStack
+from echo_memory.libs.local.eval.runner import run_locomo
+from echo_memory.libs.testing import EchoStack
 
 # Measured on the current code (a turn asks when its text ends with "?"; reply 0.6, question
 # penalty 0.2, neighbour 0.15): recall 0.764, hit 0.812, MRR 0.564, session 0.929. Without the

@@ -4,11 +4,11 @@ not outrank the fact that answers it (services/retrieval/fusion.py, `_merge_corp
 
 from __future__ import annotations
 
-from libs.config.retrieval import FusionWeights
-from libs.eval import agent_facts
-from libs.testing import EchoStack
-from services.retrieval.channels import Candidate
-from services.retrieval.fusion import fuse
+from echo_memory.libs.core.config.retrieval import FusionWeights
+from echo_memory.libs.local.eval import agent_facts
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.retrieval.channels import Candidate
+from echo_memory.services.retrieval.fusion import fuse
 
 ON = ("dense", "lexical", "neighbour")
 

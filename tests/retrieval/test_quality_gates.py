@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from libs.config.retrieval import QualityGates
-from libs.testing import EchoStack
-from services.retrieval.gates import Ranked, apply_gates
+from echo_memory.libs.core.config.retrieval import QualityGates
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.retrieval.gates import Ranked, apply_gates
 
 OFF = QualityGates.off()
 

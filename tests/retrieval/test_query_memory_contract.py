@@ -8,8 +8,8 @@ import time
 import psycopg
 import pytest
 
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import EchoStack
 
 
 def fact(source: str, target: str, relation: str, text: str, scope: str | None = None) -> dict:

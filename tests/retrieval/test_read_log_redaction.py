@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, call, sql
 
 # Built from parts so no file holds a literal a scanner would flag; the formats are real, the values fake.

@@ -6,15 +6,15 @@ import psycopg
 import pytest
 from pgvector.psycopg import register_vector_async
 
-from libs.config.retrieval import FusionWeights, RetrievalSettings
-from libs.contracts.bus import Caller
-from libs.contracts.query import QueryMemoryInput
-from libs.embed import MiniLM
-from libs.testing import EchoStack
-from services.retrieval import queries as q
-from services.retrieval.channels import Candidate
-from services.retrieval.fusion import fuse
-from services.retrieval.search import query_memory
+from echo_memory.libs.core.config.retrieval import FusionWeights, RetrievalSettings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.query import QueryMemoryInput
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.retrieval import queries as q
+from echo_memory.services.retrieval.channels import Candidate
+from echo_memory.services.retrieval.fusion import fuse
+from echo_memory.services.retrieval.search import query_memory
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 ON = ("dense", "lexical", "neighbour")

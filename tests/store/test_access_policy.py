@@ -1,4 +1,4 @@
-"""libs.store.access on the real database, each test inside a transaction that is rolled back."""
+"""echo_memory.libs.server.store.access on the real database, each test inside a transaction that is rolled back."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Iterator
 import psycopg
 import pytest
 
-from libs.contracts.bus import Caller
-from libs.contracts.errors import InvalidArgument, NotFound, ScopeDenied
-from libs.store import access, admin, tokens
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound, ScopeDenied
+from echo_memory.libs.server.store import access, admin, tokens
 
 COUNT_TOKENS_AND_AGENTS = "SELECT (SELECT count(*) FROM tokens), (SELECT count(*) FROM agents)"
 SCOPE_ROW = "SELECT kind, description, readers, writers, retention_days FROM scopes WHERE name = %s"

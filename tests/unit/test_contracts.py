@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from libs.contracts import errors
-from libs.contracts.subjects import SERVICES, request_subject, subscribe_pattern
-from libs.contracts.tokens import hash_token, mint, org_of
-from libs.contracts.verbs import VERBS
+from echo_memory.libs.core.contracts import errors
+from echo_memory.libs.core.contracts.subjects import SERVICES, request_subject, subscribe_pattern
+from echo_memory.libs.core.contracts.tokens import hash_token, mint, org_of
+from echo_memory.libs.core.contracts.verbs import VERBS
 
 
 def test_subjects_are_versioned_and_carry_the_org() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from libs.embed import count_tokens
+from echo_memory.libs.server.embed import count_tokens
 
 
 def test_english_counts_words_and_punctuation() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from libs.supervisor.ports import free_port
-from libs.supervisor.supervisor import StartupError, choose_port, remembered_port
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.supervisor import StartupError, choose_port, remembered_port
 
 
 def test_a_free_remembered_port_is_taken_again() -> None:

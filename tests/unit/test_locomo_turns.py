@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from libs.eval import locomo
+from echo_memory.libs.local.eval import locomo
 
 
 def _sample(turns: list[dict]) -> list[dict]:

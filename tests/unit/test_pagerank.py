@@ -12,7 +12,7 @@ import random
 import networkx as nx
 import pytest
 
-from services.retrieval.channels import personalized_pagerank
+from echo_memory.services.retrieval.channels import personalized_pagerank
 
 
 def _graph(seed: int) -> nx.Graph:

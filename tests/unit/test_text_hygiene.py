@@ -12,11 +12,11 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from libs.contracts.common import StrictModel
-from libs.contracts.errors import InvalidArgument
-from libs.contracts.parsing import parse_args
-from libs.contracts.verbs import VERBS
-from libs.contracts.write import WriteEpisodeInput
+from echo_memory.libs.core.contracts.common import StrictModel
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.core.contracts.parsing import parse_args
+from echo_memory.libs.core.contracts.verbs import VERBS
+from echo_memory.libs.core.contracts.write import WriteEpisodeInput
 
 REFUSED = {
     "NUL": "\x00", "ESC": "\x1b", "DEL": "\x7f", "C1 NEL": "\x85", "RLO": "\u202e", "LRE": "\u202a",

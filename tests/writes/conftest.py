@@ -8,13 +8,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from libs.bus.broker import make_broker
-from libs.bus.client import BusClient
-from libs.contracts.bus import Caller
-from libs.contracts.errors import EchoError
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
-from services.edge.tools import TOOLS, error_result
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.edge.tools import TOOLS, error_result
 
 WRITE_EPISODE = next(spec for spec in TOOLS if spec.name == "write_episode")
 

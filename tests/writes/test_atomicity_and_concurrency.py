@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from libs.service.runner import start_service
-from libs.testing import EchoStack
-from services.writes.app import routes
+from echo_memory.libs.server.service.runner import start_service
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.writes.app import routes
 from tests.writes.conftest import PAYMENTS, RESULT_KEYS, Bus, counts, episode, fact, sql
 
 THREE_FACTS = episode(

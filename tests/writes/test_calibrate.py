@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from libs.contracts.errors import EchoError
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import Bus, call, episode, fact, sql
 
 
@@ -77,7 +77,7 @@ async def test_only_the_admin_may_calibrate(stack: EchoStack, bus: Bus) -> None:
 async def test_the_calibrate_command_prints_the_figures_and_json(stack: EchoStack) -> None:
     await _decisions(stack)
     env = {**os.environ, "ECHO_MEMORY_NATS_URL": stack.nats_url, "ECHO_MEMORY_ORG": stack.org}
-    cli = [sys.executable, "-m", "libs.cli", "calibrate", "--rounds", "200"]
+    cli = [sys.executable, "-m", "echo_memory.libs.local.cli", "calibrate", "--rounds", "200"]
     proc = await asyncio.create_subprocess_exec(*cli, env=env, cwd=Path(__file__).parents[2],
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from libs.contracts.documents import MAX_DOCUMENT_BYTES, PENDING_BYTES_BUDGET
-from libs.contracts.framing import MEMORY_NOTICE
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.documents import MAX_DOCUMENT_BYTES, PENDING_BYTES_BUDGET
+from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import call, counts, sql
 
 FILES = {
@@ -40,7 +40,7 @@ async def _sync_process(stack: EchoStack, *args: str) -> tuple[int, str]:
     """`echo-memory docs sync` as a user runs it: a separate process."""
     env = {**os.environ, "ECHO_MEMORY_NATS_URL": stack.nats_url, "ECHO_MEMORY_ORG": stack.org}
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "libs.cli", "docs", "sync", *args, env=env,
+        sys.executable, "-m", "echo_memory.libs.local.cli", "docs", "sync", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )
     out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
@@ -50,7 +50,7 @@ async def _sync_process(stack: EchoStack, *args: str) -> tuple[int, str]:
 @pytest.fixture
 def sync(stack: EchoStack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
     """The same CLI entry point in a worker thread (a process start costs seconds; this costs none)."""
-    from libs.cli.main import main
+    from echo_memory.libs.local.cli.main import main
 
     monkeypatch.setenv("ECHO_MEMORY_NATS_URL", stack.nats_url)
     monkeypatch.setenv("ECHO_MEMORY_ORG", stack.org)
@@ -169,7 +169,7 @@ async def test_mark_ingested_refusals_are_typed_and_change_nothing(stack: EchoSt
 
 
 async def test_register_documents_refuses_a_path_twice_in_one_call(stack: EchoStack) -> None:
-    from libs.contracts.errors import InvalidArgument
+    from echo_memory.libs.core.contracts.errors import InvalidArgument
 
     try:
         await stack.admin_call("writes", "register_documents", {"project": "p", "documents": [

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from libs.embed import MiniLM
-from services.writes import name_match
-from services.writes import resolution_eval as ev
-from services.writes.entities import DEFER_AT, MERGE_AT
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.services.writes import name_match
+from echo_memory.services.writes import resolution_eval as ev
+from echo_memory.services.writes.entities import DEFER_AT, MERGE_AT
 
 
 @pytest.fixture(scope="module")

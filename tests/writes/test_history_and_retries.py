@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, Bus, call, counts, episode, fact, sql
 
 VERSIONS = [

@@ -3,7 +3,7 @@ deferrals say what to send back, and facts that do not wait on a deferral are st
 
 from __future__ import annotations
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import call, counts, episode, fact, sql
 
 

@@ -10,10 +10,10 @@ import nats
 import pytest
 from nats.js import JetStreamContext
 
-from libs.contracts.bus import Event
-from libs.contracts.subjects import EVENTS_STREAM
-from libs.testing import EchoStack
-from services.writes.relay import OutboxRelay
+from echo_memory.libs.core.contracts.bus import Event
+from echo_memory.libs.core.contracts.subjects import EVENTS_STREAM
+from echo_memory.libs.testing import EchoStack
+from echo_memory.services.writes.relay import OutboxRelay
 from tests.writes.conftest import PAYMENTS, Bus, call, sql
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from libs.testing import EchoStack
-from libs.testing.stack import tool_error
+from echo_memory.libs.local.stack import tool_error
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, RESULT_KEYS, call, counts, episode, fact, sql
 
 POSTGRES = episode(

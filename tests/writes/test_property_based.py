@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import RESULT_KEYS, Bus, counts, sql
 
 NAMES = ["Payments service", "payments SERVICE", "Stripe", "Redis", "Postgres", "PostgreSQL", "Alice", "pg"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, call, counts, episode, fact, sql
 
 OTHER = episode([("Alice", "person"), ("Billing", "team")],

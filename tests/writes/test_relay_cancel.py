@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
-from libs.bus.broker import make_broker
-from libs.config import Settings
-from libs.service.context import ServiceContext
-from libs.store.pool import OrgDatabases
-from services.writes.relay import OutboxRelay
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.server.bus.broker import make_broker
+from echo_memory.libs.server.service.context import ServiceContext
+from echo_memory.libs.server.store.pool import OrgDatabases
+from echo_memory.services.writes.relay import OutboxRelay
 
 TICKS = 6  # loop iterations between a wake-up and the cancel: the race sits at one of them
 

@@ -3,7 +3,7 @@ agent confirmations must name an entity of the same scope; mentions of one entit
 
 from __future__ import annotations
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, call, counts, episode, fact, sql
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from libs.secrets import find_secret, findings
+from echo_memory.libs.core.secrets import find_secret, findings
 from tests.writes.secret_corpus import NON_SECRETS, SECRETS
 
 MIN_RECALL = 0.97

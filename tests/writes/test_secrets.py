@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from libs.secrets import find_secret, redact_secrets
+from echo_memory.libs.core.secrets import find_secret, redact_secrets
 
 # Built from parts so this file never holds a literal that a scanner would flag.
 AWS = "AKIA" + "IOSFODNN7" + "EXAMPLE"
@@ -117,9 +117,9 @@ def test_redaction_covers_disguised_secrets_in_the_original_text() -> None:
 
 
 def test_the_refusal_names_the_kind_never_the_value() -> None:
-    from libs.contracts.errors import InvalidArgument
-    from libs.contracts.write import WriteEpisodeInput
-    from services.writes.episode import check_shape
+    from echo_memory.libs.core.contracts.errors import InvalidArgument
+    from echo_memory.libs.core.contracts.write import WriteEpisodeInput
+    from echo_memory.services.writes.episode import check_shape
 
     args = WriteEpisodeInput(
         session_id="s",

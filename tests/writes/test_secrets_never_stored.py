@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from libs.contracts.errors import InvalidArgument
-from libs.testing import EchoStack
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, call, counts, episode, fact, sql
 
 # Built from parts so no file holds a literal a scanner would flag; the formats are real, the values fake.

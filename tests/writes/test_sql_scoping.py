@@ -1,6 +1,6 @@
 """Every SQL statement of every service and of the store that touches a scoped table names scope_id.
 
-The scan walks every module under `services/` and `libs/store/` (a new module is covered without
+The scan walks every module under `services/` and `libs/server/store/` (a new module is covered without
 being listed), so a statement that would read or write across scopes is found, not reviewed.
 """
 
@@ -10,33 +10,33 @@ import importlib
 import pkgutil
 import re
 
-import libs.store
-import services
-from libs.store.sql_files import SqlFile
+import echo_memory.libs.server.store
+import echo_memory.services
+from echo_memory.libs.server.store.sql_files import SqlFile
 
 SCOPED_TABLES = ("entities", "entity_aliases", "episodes", "facts", "lexical_stats", "lexical_df")
 # Each exception says why a statement may ignore scopes.
 EXCEPTIONS = {
     # Looked up by primary key to learn the row's scope, which the code then checks against the caller.
-    "services.writes.recall.FACT_WITH_SCOPE",
+    "echo_memory.services.writes.recall.FACT_WITH_SCOPE",
     # Import (an org-wide admin verb) refuses a file whose ids already exist anywhere in the org.
-    "services.audit.export_queries.IDS_TAKEN",
+    "echo_memory.services.audit.export_queries.IDS_TAKEN",
     # calibrate (an org-wide admin verb) grades entity resolution on every scope's decisions.
-    "services.writes.calibrate.CONFIRMED",
-    "services.writes.calibrate.REJECTED",
-    "services.writes.calibrate.ALIASES",
+    "echo_memory.services.writes.calibrate.CONFIRMED",
+    "echo_memory.services.writes.calibrate.REJECTED",
+    "echo_memory.services.writes.calibrate.ALIASES",
     # An imported turn's (source, external_id) is unique in the org (migration 0007): a turn is stored
     # once whatever scope it is sent to; the caller learns only how many were already there.
-    "services.writes.batch_import.STORED_EXTERNAL",
+    "echo_memory.services.writes.batch_import.STORED_EXTERNAL",
     # A restore (an org-wide admin verb) builds indexes once only when the whole org holds no memory.
-    "services.audit.restore_upkeep.ORG_HOLDS_MEMORY",
+    "echo_memory.services.audit.restore_upkeep.ORG_HOLDS_MEMORY",
 }
 _SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|WITH|DELETE)\b", re.I)
 
 
 def _statements() -> list[tuple[str, str]]:
     found = []
-    for package in (services, libs.store):
+    for package in (echo_memory.services, echo_memory.libs.server.store):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             module = importlib.import_module(info.name)
             for attr, value in vars(module).items():
@@ -64,4 +64,4 @@ def test_every_exception_still_exists_and_still_needs_to_be_one() -> None:
     statements = dict(_statements())
     for where in EXCEPTIONS:
         assert where in statements, f"{where} is gone: drop it from EXCEPTIONS"
-    assert "f.scope_id" in statements["services.writes.recall.FACT_WITH_SCOPE"]
+    assert "f.scope_id" in statements["echo_memory.services.writes.recall.FACT_WITH_SCOPE"]

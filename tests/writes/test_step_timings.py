@@ -1,12 +1,12 @@
-"""The profiling hook (libs/telemetry/steps.py): a write's steps are timed only while collecting.
+"""The profiling hook (libs/server/telemetry/steps.py): a write's steps are timed only while collecting.
 
 Real stack and model; the profiler (lab/write_profile.py) reads the same list.
 """
 
 from __future__ import annotations
 
-from libs.telemetry import steps
-from libs.testing import EchoStack
+from echo_memory.libs.server.telemetry import steps
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, call
 
 WRITE_STEPS = {"validate_args", "check_shape", "resolve_scope", "embed_facts", "embed_names", "lock_wait",

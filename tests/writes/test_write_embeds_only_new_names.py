@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import call, episode, fact
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from libs.testing import EchoStack
+from echo_memory.libs.testing import EchoStack
 from tests.writes.conftest import PAYMENTS, RESULT_KEYS, call, counts, episode, fact, sql
 
 ONE = PAYMENTS["facts"][0]

@@ -5,11 +5,11 @@ sent to the API server; nothing here does I/O, so the tests validate every
 result with ``kubernetes-validate`` in strict mode.
 """
 
-from echo_operator.manifests.cnpg import build_cnpg_cluster
-from echo_operator.manifests.jobs import build_migration_job
-from echo_operator.manifests.owners import owned_by, owner_reference
-from echo_operator.manifests.secrets import b64, build_connection_secret, build_token_secret, decode_secret
-from echo_operator.manifests.statefulset import build_db_service, build_db_statefulset
+from echo_memory.operator.manifests.cnpg import build_cnpg_cluster
+from echo_memory.operator.manifests.jobs import build_migration_job
+from echo_memory.operator.manifests.owners import owned_by, owner_reference
+from echo_memory.operator.manifests.secrets import b64, build_connection_secret, build_token_secret, decode_secret
+from echo_memory.operator.manifests.statefulset import build_db_service, build_db_statefulset
 
 __all__ = [
     "b64",

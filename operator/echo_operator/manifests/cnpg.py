@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from echo_operator import names
+from echo_memory.operator import names
 
 # A DO block, so an image without Apache AGE still bootstraps (AGE is optional, see ARCHITECTURE §3).
 _CREATE_AGE_IF_AVAILABLE = (

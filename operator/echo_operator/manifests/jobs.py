@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from echo_operator import names
-from echo_operator.manifests.pods import PodSettings
+from echo_memory.operator import names
+from echo_memory.operator.manifests.pods import PodSettings
 
 
 def build_migration_job(

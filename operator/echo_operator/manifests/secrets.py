@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from echo_operator import names
+from echo_memory.operator import names
 
 
 def b64(text: str) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from echo_operator import names
-from echo_operator.manifests.pods import PodSettings
+from echo_memory.operator import names
+from echo_memory.operator.manifests.pods import PodSettings
 
 _PG_UID = 999  # the postgres user of the official (and pgvector/pgvector) Debian images
 

@@ -2,7 +2,7 @@
 
 Every test here is marked ``k8s_real``.  The control plane is Kubernetes 1.20.2 (see real_cluster.py)
 with ``OwnerReferencesPermissionEnforcement`` on, as OpenShift runs it.  The operator runs as its own
-process (``python -m echo_operator``) with the environment the chart's Deployment renders and a
+process (``python -m echo_memory.operator``) with the environment the chart's Deployment renders and a
 service-account token (TokenRequest) bound to exactly the chart's rendered Role/ClusterRole.
 """
 
@@ -86,7 +86,7 @@ def namespace(admin: Client) -> Iterator[str]:
 
 
 class OperatorProcess:
-    """``python -m echo_operator`` with the chart's env and a token of the chart's operator ServiceAccount."""
+    """``python -m echo_memory.operator`` with the chart's env and a token of the chart's operator ServiceAccount."""
 
     def __init__(self, env: dict[str, str], work: pathlib.Path, username: str) -> None:
         self.env, self.work, self.username = env, work, username
@@ -96,7 +96,7 @@ class OperatorProcess:
 
     def start(self) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child keeps it open)
-        self.proc = subprocess.Popen([sys.executable, "-m", "echo_operator"], env=self.env, stdout=log,
+        self.proc = subprocess.Popen([sys.executable, "-m", "echo_memory.operator"], env=self.env, stdout=log,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         time.sleep(0.5)
         if self.proc.poll() is not None:

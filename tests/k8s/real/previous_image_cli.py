@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from libs.store import schema
-from libs.store.migrations import all_migrations
+from echo_memory.libs.server.store import schema
+from echo_memory.libs.server.store.migrations import all_migrations
 
 PREVIOUS = all_migrations()[:-1]
 schema.all_migrations = lambda: PREVIOUS  # type: ignore[attr-defined]
 schema.CODE_SCHEMA_VERSION = PREVIOUS[-1].version  # type: ignore[attr-defined]
 
-from libs.cli.main import main  # noqa: E402 (after the patch, so init-db sees the older migration set)
+from echo_memory.libs.local.cli.main import main  # noqa: E402 (after the patch, so init-db sees the older migration set)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,7 +17,7 @@ from typing import Any
 from k8s_support import ROOT
 from real_cluster import Client, Kubelet, decode, encode, is_ready, wait_for
 
-from libs.store.migrations import CODE_SCHEMA_VERSION
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
 
 CNPG_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

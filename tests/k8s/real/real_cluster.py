@@ -194,7 +194,7 @@ class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager, each a child process, on free loopback ports."""
 
     def __init__(self, work: pathlib.Path, *, apiserver_flags: Iterable[str] = ()) -> None:
-        from libs.supervisor.ports import free_port
+        from echo_memory.libs.local.supervisor.ports import free_port
 
         self.work = work
         self.bin = binaries()
@@ -353,12 +353,12 @@ class Kubelet:
             "containerStatuses": containers}}, sub="status")
 
     def run_job_pod(self, job: dict[str, Any], root: pathlib.Path,
-                    cli: Iterable[str] = ("-m", "libs.cli")) -> subprocess.CompletedProcess[str]:
+                    cli: Iterable[str] = ("-m", "echo_memory.libs.local.cli")) -> subprocess.CompletedProcess[str]:
         """Run the Job's container command on the host with its Secret-resolved env, then report the pod.
 
-        ``echo-memory`` is this distribution's console script; ``python -m libs.cli`` is the same
+        ``echo-memory`` is this distribution's console script; ``python -m echo_memory.libs.local.cli`` is the same
         entry point, so the host run does not depend on the script being on PATH.  ``cli`` replaces
-        ``-m libs.cli`` to run what another image would (the previous release's, in the Helm test).
+        ``-m echo_memory.libs.local.cli`` to run what another image would (the previous release's, in the Helm test).
         """
         meta = job["metadata"]
         uid = job["metadata"]["uid"]

@@ -17,9 +17,9 @@ from k8s_support import EXAMPLES
 from real_actors import CNPG_CRD, Actors
 from real_cluster import Client, condition, decode, wait_for
 
-from libs.store import admin as store_admin
-from libs.store.migrations import CODE_SCHEMA_VERSION
-from libs.store.tokens import VERIFY_TOKEN, hash_token
+from echo_memory.libs.server.store import admin as store_admin
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
+from echo_memory.libs.server.store.tokens import VERIFY_TOKEN, hash_token
 
 pytestmark = [pytest.mark.timeout(240)]
 

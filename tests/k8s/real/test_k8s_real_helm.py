@@ -25,8 +25,8 @@ import yaml
 from k8s_support import CHART, ROOT
 from real_cluster import HERE, Client, ControlPlane, Kubelet, chart_crds, copy_chart, decode, encode, wait_for
 
-from libs.store import admin as store_admin
-from libs.store.migrations import CODE_SCHEMA_VERSION, all_migrations
+from echo_memory.libs.server.store import admin as store_admin
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION, all_migrations
 
 pytestmark = [pytest.mark.timeout(300)]
 

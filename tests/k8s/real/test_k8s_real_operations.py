@@ -17,10 +17,10 @@ import pytest
 from real_actors import Actors
 from real_cluster import Client, ControlPlane, condition, encode, wait_for
 
-from libs.orgs import read_entry
-from libs.store.migrations import CODE_SCHEMA_VERSION
-from libs.supervisor.nats import nats_binary
-from libs.supervisor.ports import free_port
+from echo_memory.libs.local.supervisor.nats import nats_binary
+from echo_memory.libs.local.supervisor.ports import free_port
+from echo_memory.libs.server.orgs import read_entry
+from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
 
 pytestmark = [pytest.mark.timeout(240)]
 

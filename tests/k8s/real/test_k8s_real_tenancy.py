@@ -16,9 +16,9 @@ import pytest
 from real_actors import Actors
 from real_cluster import RELEASE_NS, Client, condition, decode, encode, wait_for
 
-from libs.orgs import read_entry, resolve_url, same_database
-from libs.store import admin as store_admin
-from libs.store.tokens import VERIFY_TOKEN, hash_token
+from echo_memory.libs.server.orgs import read_entry, resolve_url, same_database
+from echo_memory.libs.server.store import admin as store_admin
+from echo_memory.libs.server.store.tokens import VERIFY_TOKEN, hash_token
 
 pytestmark = [pytest.mark.timeout(240)]
 

@@ -1,5 +1,0 @@
-import sys
-
-from libs.cli.main import main
-
-sys.exit(main())

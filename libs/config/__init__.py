@@ -1,9 +1,0 @@
-"""Process settings, read once from the environment at each entry point and passed down.
-
-Per-org or per-scope values never live here; they come from the org's database.
-"""
-
-from libs.config.llm import LlmSettings
-from libs.config.settings import Settings, Timeouts, Workers, default_home, load_settings, settings_problems
-
-__all__ = ["LlmSettings", "Settings", "Timeouts", "Workers", "default_home", "load_settings", "settings_problems"]

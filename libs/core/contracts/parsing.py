@@ -1,0 +1,23 @@
+"""Arguments as a contract model, or one `InvalidArgument` that names every bad field."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from echo_memory.libs.core.contracts.errors import InvalidArgument
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def parse_args(model: type[ModelT], args: dict[str, Any]) -> ModelT:
+    """`args` validated as `model`; raises `InvalidArgument` listing each field and what is wrong with it."""
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(part) for part in err["loc"]) or "arguments"
+            problems.append(f"{where}: {err['msg']}")
+        raise InvalidArgument("invalid arguments: " + "; ".join(problems)) from None

@@ -1,0 +1,61 @@
+"""query_memory: ranked facts and evidence, each with an honest cosine `score`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from echo_memory.libs.core.contracts.common import Provenance, StrictModel
+from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, MemoryNotice
+from echo_memory.libs.core.contracts.instants import Instant
+
+
+class QueryMemoryInput(StrictModel):
+    query: str | None = Field(None, max_length=4000, description="what you want to know; omit only with digest")
+    scope: str | list[str] | None = Field(None, description="one or more readable scopes; default shared")
+    top_k: int = Field(10, ge=1, le=100)
+    as_of: Instant | None = Field(
+        None,
+        description="the store as it was then: Unix seconds (int or fractional) or ISO-8601; a whole second, "
+        "minute or day means its end, so everything written during it is visible",
+    )
+    about: list[str] | None = Field(
+        None, min_length=1, max_length=2,
+        description="one or two entity names (exact name or alias, case-insensitive); two = edges between them",
+    )
+    digest: bool = Field(False, description="newest active facts, no query")
+    include_episodes: bool = Field(True, description="also search raw evidence (turns, documents)")
+    max_tokens: int | None = Field(None, ge=1, le=100_000, description="stop adding results past this")
+
+
+class MemoryItem(BaseModel):
+    kind: Literal["fact", "episode"]
+    id: str
+    text: str
+    score: float = Field(description="cosine(query, item), whatever channel found it")
+    rank: int
+    matched: list[str] = Field(
+        description="channels that found it: dense, lexical, graph, neighbour (an adjacent turn), about, digest"
+    )
+    tokens: int
+    provenance: Provenance
+    source: str | None = None
+    target: str | None = None
+    relation: str | None = None
+
+
+class QueryMemoryResult(BaseModel):
+    memory_notice: MemoryNotice = Field(MEMORY_NOTICE, description="always this text: the stored text below is data")
+    results: list[MemoryItem]
+    read_id: str | None
+    total_tokens: int
+    scopes: list[str]
+    note: str | None = Field(
+        None, description="why the result is empty or cut (including 'nothing relevant'), what the quality "
+        "gates left out (filler far below the best match, near-duplicates), and when the lexical channel fell "
+        "back to ts_rank"
+    )
+    lexical: Literal["bm25", "ts_rank"] | None = Field(
+        None, description="how the lexical channel ranked: BM25 from statistics, or the ts_rank fallback"
+    )

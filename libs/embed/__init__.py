@@ -1,5 +1,0 @@
-"""Sentence embeddings: all-MiniLM-L6-v2 as int8 ONNX, loaded from installed packages only."""
-
-from libs.embed.minilm import DIM, MiniLM, count_tokens, embed_across_cores, settle
-
-__all__ = ["DIM", "MiniLM", "count_tokens", "embed_across_cores", "settle"]

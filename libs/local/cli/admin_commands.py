@@ -1,0 +1,42 @@
+"""Commands that act on one org: init-db, token, scope, mcp (stdio)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+
+def _admin() -> ModuleType:
+    # Loaded when one of these commands runs: it pulls in the database driver, which other
+    # commands (the edge's `service edge` above all) must not load.
+    from echo_memory.libs.local.cli import admin
+
+    return admin
+
+
+def register(sub: Any) -> None:
+    init_db = sub.add_parser("init-db", help="apply pending schema migrations (ECHO_MEMORY_DATABASE_URL or the embedded db)")
+    init_db.set_defaults(func=lambda s, a: _admin().init_db(s))
+
+    mcp = sub.add_parser("mcp", help="serve MCP over stdio for clients that launch a command")
+    mcp.add_argument("--token", help="agent token (default: ECHO_MEMORY_TOKEN)")
+    mcp.set_defaults(func=lambda s, a: _admin().mcp_stdio(s, a.token))
+
+    token = sub.add_parser("token", help="manage agent tokens")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    create = token_sub.add_parser("create", help="issue a token for an agent (shown once)")
+    create.add_argument("--agent", required=True)
+    create.add_argument("--read", default="shared,solo", help="comma-separated scopes it may read")
+    create.add_argument("--write", default="shared,solo", help="comma-separated scopes it may write")
+    token_sub.add_parser("list", help="list tokens (prefixes only)")
+    revoke = token_sub.add_parser("revoke", help="revoke a token by id, or every token of an agent")
+    revoke.add_argument("--id", dest="token_id")
+    revoke.add_argument("--agent")
+    token.set_defaults(func=lambda s, a: _admin().token(s, a))
+
+    scope = sub.add_parser("scope", help="manage named scopes")
+    scope_sub = scope.add_subparsers(dest="scope_command", required=True)
+    scope_create = scope_sub.add_parser("create", help="create a named scope")
+    scope_create.add_argument("name")
+    scope_create.add_argument("--description", default="")
+    scope.set_defaults(func=lambda s, a: _admin().scope(s, a))

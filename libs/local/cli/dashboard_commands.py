@@ -1,0 +1,115 @@
+"""`echo-memory dashboard --serve [--open]` and `echo-memory demo-seed`.
+
+The dashboard is a web page on 127.0.0.1 over the running system's bus (services/dashboard/);
+demo-seed fills a new scope with an invented software org, restored through the audit service's
+import like any export file, so screenshots never show a real memory's host or client names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.audit import ExportFileError
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.cli.audit_commands import admin_session
+from echo_memory.libs.local.cli.backup import Call, import_lines
+from echo_memory.libs.local.cli.connection import connect_bus
+from echo_memory.libs.local.supervisor.ports import port_in_use
+from echo_memory.libs.server import eventloop
+
+if TYPE_CHECKING:  # the demo data embeds with the model: loaded only by demo-seed itself
+    from echo_memory.libs.local.demo.seed import Embed
+
+DEFAULT_PORT = 8790
+DEMO_SCOPE = "demo"
+DEMO_FACTS = 1200
+
+
+def register(sub: Any) -> None:
+    dash = sub.add_parser("dashboard", help="the memory graph in your browser (127.0.0.1 only, per-run secret)")
+    dash.add_argument("--serve", action="store_true", help="serve the dashboard until Ctrl-C (required)")
+    dash.add_argument("--open", action="store_true", help="also open it in the default web browser")
+    dash.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"loopback port (default {DEFAULT_PORT})")
+    dash.set_defaults(func=_dashboard)
+
+    demo = sub.add_parser("demo-seed", help="fill a new scope with an invented software org, for screenshots")
+    demo.add_argument("--scope", default=DEMO_SCOPE, help=f"scope to create and fill (default {DEMO_SCOPE}); "
+                      "it must not hold memory yet")
+    demo.add_argument("--facts", type=int, default=DEMO_FACTS, help=f"about how many fact versions (default {DEMO_FACTS})")
+    demo.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same org")
+    demo.set_defaults(func=_demo_seed)
+
+
+def _dashboard(settings: Settings, args: Any) -> int:
+    """Serve until Ctrl-C; 2 without --serve or when the port is taken, 1 when the system is not running."""
+    if not args.serve:
+        print("echo-memory dashboard: pass --serve to start it (add --open to open your browser)", file=sys.stderr)
+        return 2
+    if not 0 < args.port < 65536 or port_in_use(args.port):
+        print(f"echo-memory dashboard: port {args.port} is not free on 127.0.0.1; choose another with --port",
+              file=sys.stderr)
+        return 2
+
+    async def run() -> int:
+        from echo_memory.libs.server.service.registry import entry_point
+
+        serve = entry_point("serve_dashboard")
+
+        broker = await connect_bus(settings)
+        return int(await serve(settings, broker, args.port, args.open))
+
+    try:
+        return eventloop.run(run(), use_uvloop=settings.uvloop)
+    except EchoError as exc:
+        print(f"echo-memory dashboard: {exc.message}", file=sys.stderr)
+        return 1
+
+
+def _demo_seed(settings: Settings, args: Any) -> int:
+    """Create and fill the scope; prints what was restored. 2 for a bad argument, 1 when the system refuses."""
+    if not 1 <= args.facts <= 200_000:
+        print("echo-memory demo-seed: --facts must be between 1 and 200000", file=sys.stderr)
+        return 2
+    try:
+        return eventloop.run(_seed(settings, args.scope, args.facts, args.seed), use_uvloop=settings.uvloop)
+    except EchoError as exc:
+        print(f"echo-memory demo-seed: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except ExportFileError as exc:
+        print(f"echo-memory demo-seed: refused, nothing was written: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _seed(settings: Settings, scope: str, facts: int, seed: int) -> int:
+    async with admin_session(settings) as call:
+        counts = await seed_scope(call, settings, scope, facts, seed)
+    print(f"demo-seed: scope '{scope}' holds {counts['fact']} invented fact versions, {counts['entity']} entities, "
+          f"{counts['read']} reads and {counts['recall_save']} saves; open it with `echo-memory dashboard --serve`")
+    return 0
+
+
+async def seed_scope(call: Call, settings: Settings, scope: str, facts: int, seed: int = 0,
+                     embed: Embed | None = None) -> dict[str, int]:
+    """Build the invented org, restore it into `scope`, rebuild the scope's BM25 statistics; the record counts.
+
+    `embed` defaults to the product's model, loaded here. Raises ExportFileError or EchoError
+    (import refuses a scope that already holds memory).
+    """
+    from echo_memory.libs.local.demo.seed import demo_export
+
+    if embed is None:
+        from echo_memory.libs.server.embed import MiniLM
+
+        embed = MiniLM().embed
+    # Minutes of embedding at 10k facts: off the event loop, so the bus connection keeps answering pings.
+    lines = await asyncio.to_thread(demo_export, facts, org=settings.org, scope=scope, embed=embed,
+                                    now=datetime.now(UTC), seed=seed)
+    await import_lines(call, lines, scope=None, progress=None, timeout=settings.timeouts.bulk,
+                       chunk_bytes=settings.backup_page_bytes)
+    await call("reindex", "reindex", {"scope": scope, "step": "lexical"}, settings.timeouts.bulk)
+    counts: dict[str, int] = lines[0]["counts"]
+    return counts

@@ -1,0 +1,144 @@
+"""`echo-memory distil` and `echo-memory infer-causal-hints`: opt-in jobs done by the user's own model.
+
+    echo-memory distil [--write] [--limit N] [--scope S] [--json]
+    echo-memory distil --clear [--write]
+    echo-memory infer-causal-hints [--write] [--limit N] [--json]
+    echo-memory infer-causal-hints --clear [--write]
+
+Dry run by default: the model is asked and what would be written is printed, nothing is stored.
+`--write` stores. `--clear` reports what the command has written that is still current;
+`--clear --write` ends exactly that (libs/core/contracts/post_hoc.py says how) and asks no model.
+The endpoint comes from ECHO_MEMORY_LLM_API_KEY / ECHO_MEMORY_LLM_MODEL / ECHO_MEMORY_LLM_BASE_URL
+(libs/core/config/llm.py). Exit 0 when the run finished (drops are reported, not failures), 1 with one
+sentence on stderr for a typed error (no key, the endpoint or the system unreachable, rate limited).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from echo_memory.libs.core.config import Settings, settings_problems
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.identity import DISTIL_AGENT, HINTS_AGENT
+from echo_memory.libs.server import eventloop
+
+DEFAULT_LIMIT = 50
+AGENTS = {"distil": DISTIL_AGENT, "infer-causal-hints": HINTS_AGENT}  # whose writes each command's --clear ends
+
+
+def register(sub: Any) -> None:
+    for name, what in (("distil", "pending imported turns into facts"),
+                       ("infer-causal-hints", "causal hints for facts whose sentence states a cause")):
+        parser = sub.add_parser(name, help=f"opt-in: your own model turns {what} (dry run unless --write)")
+        parser.add_argument("--write", action="store_true", help="store what the model proposed (default: only print)")
+        parser.add_argument("--clear", action="store_true",
+                            help=f"end what {name} wrote that is still current (with --write; alone: only list it)")
+        parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
+                            help=f"at most this many {'turns' if name == 'distil' else 'sentences'} sent "
+                            f"(default {DEFAULT_LIMIT})")
+        if name == "distil":
+            parser.add_argument("--scope", help="only this scope's pending turns (default: shared and named scopes)")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.set_defaults(func=lambda s, a: _run(s, a.command, command(s, a)))
+
+
+def _run(settings: Settings, command: str, work: Any) -> int:
+    from pydantic import ValidationError
+
+    try:
+        return int(eventloop.run(work, use_uvloop=settings.uvloop))
+    except EchoError as exc:
+        print(f"echo-memory {command}: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except ValidationError as exc:  # an ECHO_MEMORY_LLM_* variable that does not parse
+        print(f"echo-memory {command}: the ECHO_MEMORY_LLM_* settings are invalid ({settings_problems(exc)})",
+              file=sys.stderr)
+        return 2
+
+
+@asynccontextmanager
+async def _bus(settings: Settings) -> AsyncIterator[tuple[Any, Any]]:
+    """(as the admin, as the distil identity): bus calls bounded by each verb's time-out class."""
+    from echo_memory.libs.core.contracts.identity import admin_caller
+    from echo_memory.libs.local.cli.connection import bus_session, verb_timeout
+    from echo_memory.libs.local.llm.jobs import distil_caller
+    from echo_memory.libs.server.bus.client import BusClient
+
+    async with bus_session(settings) as broker:
+        client = BusClient(broker)
+
+        def calling(caller: Any) -> Any:
+            async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
+                return await client.call(caller=caller, service=service, verb=verb, args=args,
+                                         timeout=verb_timeout(settings, service, verb))
+            return call
+
+        yield calling(admin_caller(settings.org)), calling(distil_caller(settings.org))
+
+
+async def command(settings: Settings, args: Any) -> int:
+    """Run `args.command` (distil or infer-causal-hints) as parsed; the exit code (see the module docstring).
+
+    Raises LlmNotConfigured before anything is sent when the key or model is unset, the client's
+    other typed errors, and NotRunning / BusUnreachable when the system is not up.
+    """
+    name = args.command
+    agent = AGENTS[name]
+    if args.clear:
+        return await _clear(settings, name, agent, write=args.write, as_json=args.json)
+    if args.limit < 1:
+        print(f"echo-memory {name}: --limit must be at least 1", file=sys.stderr)
+        return 2
+    from echo_memory.libs.core.config.llm import LlmSettings
+    from echo_memory.libs.local.llm.client import ChatClient
+    from echo_memory.libs.local.llm.jobs import Report
+
+    chat = ChatClient(LlmSettings())  # refuses before anything is sent when the key or model is unset
+    report = Report(command=name, write=args.write)
+    async with _bus(settings) as (admin, as_distil), chat:
+        if name == "distil":
+            from echo_memory.libs.local.llm.distil import distil
+
+            await distil(admin, as_distil, chat, write=args.write, limit=args.limit, report=report, scope=args.scope)
+        else:
+            from echo_memory.libs.local.llm.hints import infer_causal_hints
+
+            await infer_causal_hints(admin, chat, write=args.write, limit=args.limit, report=report)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, default=str))
+    else:
+        for item in report.items:
+            print(_line(item))
+        print(report.summary())
+    return 0
+
+
+def _line(item: dict[str, Any]) -> str:
+    if "episode_id" in item:
+        facts = "".join(f"\n  + ({f['source']}) -{f['relation']}-> ({f['target']}): {f['fact']}" for f in item["facts"])
+        return f"turn {item['episode_id']} ({item['scope']}): {item.get('outcome', '')}{facts}"
+    if "fact_id" in item:
+        return f"fact {item['fact_id']}: {item['causal_hint']} (quoting \"{item['quote']}\"): {item['sentence']}"
+    return str(item.get("note", item))
+
+
+async def _clear(settings: Settings, name: str, agent: str, *, write: bool, as_json: bool) -> int:
+    async with _bus(settings) as (admin, _):
+        result = await admin("writes", "clear_post_hoc", {"agent": agent, "apply": write})
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return 0
+    verb = "ended" if write else "would end (dry run: nothing changed)"
+    for fact in result["facts"]:
+        restored = f"; restored {fact['restored_from']}" if fact["restored_from"] else ""
+        print(f"{verb} {fact['fact_id']} ({fact['scope']}){restored}: {fact['text']}")
+    released = result["released_episodes"]
+    print(f"echo-memory {name} --clear: {verb} {len(result['facts'])} current fact version(s) written by {agent}"
+          + (f"; {len(released)} imported turn(s) {'pending again' if write else 'would be pending again'}"
+             if released else "")
+          + ("" if write or not result["facts"] else "; run with --write to apply"))
+    return 0
