@@ -29,6 +29,8 @@ AUDIT_KINDS = (
     # post_hoc = true; before: the version a post-hoc command wrote, now ended; after: the earlier
     # claim restored as a new version (or null), or the episodes whose distillation was released
     "post_hoc_cleared",
+    "consolidation_run",  # after: the run id, its policy version and counts (no fact text)
+    "consolidation_undone",  # after: the run id and what its undo reverted
 )
 
 MAX_AUDIT_PAGE = 1000

@@ -17,6 +17,7 @@ from echo_memory.libs.core.contracts import (
     audit,
     calibration,
     causal,
+    consolidation,
     dashboard,
     distil,
     documents,
@@ -38,10 +39,6 @@ class Verb:
     input: type[BaseModel]
     output: type[BaseModel]
     timeout: TimeoutKind  # a field of echo_memory.libs.core.config.Timeouts
-
-
-class NotBuiltResult(BaseModel):
-    """The result of a verb whose service answers `not_built` for now: it never returns one."""
 
 
 VERBS: tuple[Verb, ...] = (
@@ -78,7 +75,12 @@ VERBS: tuple[Verb, ...] = (
     Verb("audit", "recall_cost", dashboard.RecallCostInput, dashboard.RecallCostResult, "read"),
     Verb("reindex", "reindex", reindex.ReindexInput, reindex.ReindexResult, "bulk"),
     Verb("reindex", "lexical_status", reindex.LexicalStatusInput, reindex.LexicalStatusResult, "read"),
-    Verb("consolidation", "consolidate", admin.NoArgs, NotBuiltResult, "bulk"),
+    Verb("consolidation", "consolidate", consolidation.ConsolidateInput, consolidation.ConsolidateResult, "bulk"),
+    Verb("consolidation", "consolidate_log", consolidation.ConsolidateLogInput, consolidation.ConsolidateLogResult,
+         "admin"),
+    Verb("consolidation", "consolidate_undo", consolidation.ConsolidateUndoInput, consolidation.ConsolidateUndoResult,
+         "bulk"),
+    Verb("consolidation", "brief", consolidation.BriefInput, consolidation.BriefResult, "read"),
 )
 
 _BY_NAME: dict[tuple[str, str], Verb] = {(v.service, v.name): v for v in VERBS}
