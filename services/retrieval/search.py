@@ -72,7 +72,9 @@ async def query_memory(
             scopes = await resolve_read_scopes(conn, caller, args.scope)
         scope_ids = [s.id for s in scopes if s.id is not None]
         at = as_of if as_of is not None else datetime.now(tz=UTC)
-        params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query}
+        # A look into the past sees every tier, as `about`, `why` and export do.
+        tier = args.tier if as_of is None else "all"
+        params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query, "tier": tier}
         note: str | None = None
         gate_note: str | None = None
         lexical_note: str | None = None
@@ -248,6 +250,9 @@ async def _candidates(
             if isinstance(outcome, BaseException):
                 raise outcome
     channel_params = await with_vector()
+    if params.get("tier") == "hot" and docs("facts") > 0:
+        with steps.step("channel_via_digest"):
+            await ch.via_digests(conn, pool, channel_params, org=caller.org)
     # A no-op unless some candidate still has no cosine; fusion must never rank a NaN.
     with steps.step("fill_cosines"):
         await ch.fill_cosines(conn, pool, channel_params, org=caller.org)

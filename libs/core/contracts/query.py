@@ -26,6 +26,10 @@ class QueryMemoryInput(StrictModel):
     )
     digest: bool = Field(False, description="newest active facts, no query")
     include_episodes: bool = Field(True, description="also search raw evidence (turns, documents)")
+    tier: Literal["all", "hot"] = Field(
+        "all", description="all: search every fact (default); hot: hot facts, plus the facts of the entity digests "
+        "nearest the query (a consolidated store's bounded search; as_of always searches every tier)",
+    )
     max_tokens: int | None = Field(None, ge=1, le=100_000, description="stop adding results past this")
 
 
@@ -36,7 +40,8 @@ class MemoryItem(BaseModel):
     score: float = Field(description="cosine(query, item), whatever channel found it")
     rank: int
     matched: list[str] = Field(
-        description="channels that found it: dense, lexical, graph, neighbour (an adjacent turn), about, digest"
+        description="channels that found it: dense, lexical, graph, neighbour (an adjacent turn), about, digest, "
+        "via_digest (a member of an entity digest near the query, tier hot)"
     )
     tokens: int
     provenance: Provenance
