@@ -35,7 +35,7 @@ LEXICAL_CANDIDATES = 300
 # wording differed from the query's. At 100k synthetic facts the rarest term alone was on ~1,500
 # rows and the pair on ~30: the statement went from ~10 to ~4 ms. Own-question MRR (synthetic
 # store) +0.0065 at 10k facts, +0.0017 at 1k, unchanged at 100k; agent-facts and LoCoMo unchanged
-# (lab/NOTES.md, fifth round). A corpus of at most LEXICAL_CANDIDATES rows cannot need it
+# (lab/NOTES.md, "where the CPU of a query goes"). A corpus of at most LEXICAL_CANDIDATES rows cannot need it
 # and runs the plain statement (planning the pair branch costs ~0.5 ms).
 
 _FACT_COLUMNS = """
