@@ -47,6 +47,7 @@ def register(sub: Any) -> None:
     brief.add_argument("--max-tokens", type=int, default=600, help="budget for the brief's text (50-8000)")
     brief.add_argument("--json", action="store_true", help="print the result as JSON")
     brief.set_defaults(func=print_brief)
+    register_benchmark(sub)
 
 
 def _call(settings: Settings, verb: str, args: dict[str, Any], command: str) -> dict[str, Any] | None:
@@ -128,4 +129,36 @@ def print_brief(settings: Settings, args: argparse.Namespace) -> int:
         print(result.note)
         return 0
     print(result.text)
+    return 0
+
+
+def register_benchmark(sub: Any) -> None:
+    parser = sub.add_parser("benchmark-tiers",
+                            help="recall and cost of a consolidated search against a flat one, in a throw-away system")
+    parser.add_argument("--agent-facts", required=True, metavar="PATH",
+                        help="the agent-facts JSON file (its facts are planted old and never read)")
+    parser.add_argument("--sizes", default="10000", help="distractor counts, comma-separated (e.g. 10000,100000)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=benchmark_tiers)
+
+
+def benchmark_tiers(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints each size's three arms and invariants; exit 2 for a bad path or size list."""
+    from pathlib import Path
+
+    from echo_memory.libs.local.eval import tier_bench
+
+    if not Path(args.agent_facts).is_file():
+        print(f"echo-memory benchmark-tiers: {args.agent_facts} is not a file", file=sys.stderr)
+        return 2
+    try:
+        sizes = [int(part) for part in args.sizes.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(size < 0 for size in sizes):
+        print(f"echo-memory benchmark-tiers: --sizes wants whole numbers ≥ 0, got {args.sizes!r}", file=sys.stderr)
+        return 2
+    report = eventloop.run(tier_bench.run(args.agent_facts, sizes, show=not args.json), use_uvloop=settings.uvloop)
+    if args.json:
+        print(json.dumps(report, indent=2))
     return 0
