@@ -111,7 +111,7 @@ async def trace_cause(
         topic_ids = list(dict.fromkeys(m.entity_id for m in out.matched))
         steps, contradicts, capped = await _load_subgraph(cur, caller, base, topic_ids, args.max_depth)
         walk = _Walk(steps, args.max_depth)
-        found = walk.chains(topic_ids, causes=args.direction != "effects", effects=args.direction != "causes")
+        found = walk.chains(topic_ids, upstream=args.direction != "effects", downstream=args.direction != "causes")
         if not found:
             await cur.execute(q.COUNT_STEP_HINTED, base)
             row = await cur.fetchone()
@@ -229,16 +229,16 @@ class _Walk:
         self.capped = False
         self.depth_limited = False
 
-    def chains(self, topic_ids: list[str], *, causes: bool = True, effects: bool = True) -> list[list[_Step]]:
+    def chains(self, topic_ids: list[str], *, upstream: bool = True, downstream: bool = True) -> list[list[_Step]]:
         """Every maximal chain through any topic entity: deduplicated, sub-chains dropped, longest first.
 
-        Without `causes` no step before the topic is walked (chains start at it); without `effects`
-        none after it (chains end at it).
+        Without `upstream` no step before the topic is walked (chains start at it); without
+        `downstream` none after it (chains end at it).
         """
         found: dict[tuple[StepKey, ...], list[_Step]] = {}
         for topic in topic_ids:
-            ups = (self._paths(topic, forward=False) if causes else []) or [[]]
-            downs = (self._paths(topic, forward=True) if effects else []) or [[]]
+            ups = (self._paths(topic, forward=False) if upstream else []) or [[]]
+            downs = (self._paths(topic, forward=True) if downstream else []) or [[]]
             for up in ups:
                 causes = up[::-1]
                 for down in downs:

@@ -63,3 +63,12 @@ async def test_no_chain_in_the_direction_asked_says_which_direction(written: Han
 async def test_an_unknown_direction_is_invalid_argument(written: Handlers) -> None:
     with pytest.raises(InvalidArgument, match="direction"):
         await _trace(written, topic="Deploy 7", direction="upstream")
+
+
+async def test_direction_applies_to_every_entity_of_the_topic(written: Handlers) -> None:
+    causes = await _trace(written, topic="Deploy 7, Refund backlog", direction="causes")
+    assert [c["entities"] for c in causes["chains"]] == [["Deploy 7", "Cache stampede", "Checkout outage", "Refund backlog"]]
+    effects = await _trace(written, topic="Deploy 7, Refund backlog", direction="effects")
+    assert [c["entities"] for c in effects["chains"]] == [["Deploy 7", "Cache stampede", "Checkout outage", "Refund backlog"]]
+    cache = await _trace(written, topic="Cache stampede, Refund backlog", direction="effects")
+    assert [c["entities"] for c in cache["chains"]] == [["Cache stampede", "Checkout outage", "Refund backlog"]]
