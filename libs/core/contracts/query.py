@@ -14,7 +14,7 @@ from echo_memory.libs.core.contracts.instants import Instant
 class QueryMemoryInput(StrictModel):
     query: str | None = Field(None, max_length=4000, description="what you want to know; omit only with digest")
     scope: str | list[str] | None = Field(None, description="one or more readable scopes; default shared")
-    top_k: int = Field(10, ge=1, le=100)
+    top_k: int = Field(10, ge=1, le=100, description="most results returned")
     as_of: Instant | None = Field(
         None,
         description="the store as it was then: Unix seconds (int or fractional) or ISO-8601; a whole second, "
