@@ -33,7 +33,11 @@ class MemoryItem(BaseModel):
     kind: Literal["fact", "episode"]
     id: str
     text: str
-    score: float = Field(description="cosine(query, item), whatever channel found it")
+    score: float | None = Field(
+        description="cosine(query, item) in [-1, 1], whatever channel found it; the order is `rank`'s, not the "
+        "score's (docs/tools/query_memory.md). null: nothing was compared with a query (about or digest without "
+        "one), and `note` says so",
+    )
     rank: int
     matched: list[str] = Field(
         description="channels that found it: dense, lexical, graph, neighbour (an adjacent turn), about, digest"
