@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from echo_memory.libs.core.secrets.kinds import KINDS
 from echo_memory.libs.core.secrets.normalise import Variant, variants
+from echo_memory.libs.core.secrets.prose import PROSE_PASSWORD, PROSE_TOKEN, prose_findings
+from echo_memory.libs.core.secrets.rules import MAINTAINED, is_example
 
 ASSIGNMENT_NOUN = "password or secret in an assignment"
 
@@ -91,27 +93,40 @@ def _secret_span(match: re.Match[str]) -> tuple[int, int]:
     return match.span()
 
 
+_PROSE_PHRASE = {PROSE_PASSWORD: "a " + PROSE_PASSWORD, PROSE_TOKEN: "an " + PROSE_TOKEN}
+
+
 def _in_variant(variant: Variant) -> Iterator[Finding]:
+    """Shapes and assignments in one variant (prose rules run apart: see findings)."""
     lowered = variant.text.lower()
-    for kind in KINDS:
+    # Our kinds first (they name the best-fitting kind), then the maintained rule set.
+    for kind in KINDS + MAINTAINED:
         if not kind.may_match(lowered):
             continue
         for match in kind.pattern.finditer(variant.text):
             if kind.check is None or kind.check(match):
-                start, end = variant.span(*_secret_span(match))
+                span = _secret_span(match)
+                if is_example(variant.text[span[0]:span[1]]):
+                    continue  # AKIAIOSFODNN7EXAMPLE in a provider's docs is not a leak
+                start, end = variant.span(*span)
                 yield Finding(kind.noun, kind.phrase, start, end)
-    if not any(hint in lowered for hint in _ASSIGNMENT_HINTS):
-        return
-    for match in _ASSIGNMENT.finditer(variant.text):
-        if _assigns_a_secret(match):
-            start, end = variant.span(*match.span("value"))
-            yield Finding(ASSIGNMENT_NOUN, "a " + ASSIGNMENT_NOUN, start, end)
+    if any(hint in lowered for hint in _ASSIGNMENT_HINTS):
+        for match in _ASSIGNMENT.finditer(variant.text):
+            if _assigns_a_secret(match):
+                start, end = variant.span(*match.span("value"))
+                yield Finding(ASSIGNMENT_NOUN, "a " + ASSIGNMENT_NOUN, start, end)
 
 
 def findings(text: str) -> Iterator[Finding]:
     """Every secret in `text`, in every variant, in kind order per variant (may repeat a span)."""
-    for variant in variants(text):
+    every = list(variants(text))
+    for variant in every:
         yield from _in_variant(variant)
+    # Last, so a refusal names a provider's kind or an assignment when one also matches, in any variant.
+    for variant in every:
+        for found in prose_findings(variant.text):
+            start, end = variant.span(found.start, found.end)
+            yield Finding(found.noun, _PROSE_PHRASE[found.noun], start, end)
 
 
 def find_secret(text: str) -> str | None:
@@ -129,12 +144,16 @@ def redact_secrets(text: str) -> str:
 
     Overlapping findings merge into one redaction named by the earliest, most specific one.
     """
-    found = sorted({(f.start, -f.end, f.noun) for f in findings(text) if f.end > f.start})
+    ranked: dict[tuple[int, int], tuple[int, str]] = {}
+    for rank, f in enumerate(findings(text)):
+        if f.end > f.start:
+            ranked.setdefault((f.start, f.end), (rank, f.noun))
+    found = sorted((start, -end, rank, noun) for (start, end), (rank, noun) in ranked.items())
     if not found:
         return text
     out: list[str] = []
     cursor = 0
-    for start, neg_end, noun in found:
+    for start, neg_end, _rank, noun in found:
         end = -neg_end
         if start < cursor:  # inside (or overlapping) the previous redaction
             if end > cursor:
