@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from echo_memory.libs.core.secrets.kinds import KINDS
+from echo_memory.libs.core.secrets.kinds import PLAIN_VALUE, KINDS, looks_like_password
 from echo_memory.libs.core.secrets.normalise import Variant, variants
 from echo_memory.libs.core.secrets.prose import PROSE_PASSWORD, PROSE_TOKEN, prose_findings
 from echo_memory.libs.core.secrets.rules import MAINTAINED, is_example
@@ -65,15 +65,20 @@ def _names_a_secret(key: str) -> bool:
     return any(word.endswith(_SECRET_WORDS) for word in joined)
 
 
-def _looks_secret(value: str, *, op: str, quoted: bool) -> bool:
-    if len(value) < 6 or _PLACEHOLDER.match(value) or value.lower() in _KEYWORDS:
+def _looks_secret(value: str, *, key: str, op: str, quoted: bool) -> bool:
+    if len(value) < 6 or _PLACEHOLDER.match(value) or value.lower() in _KEYWORDS or is_example(value):
         return False
     if value.isdigit():  # max_tokens=4000, token: 1200
         return False
     if "(" in value:  # code: password_hash = bcrypt(raw)
         return False
+    if key.startswith("-"):
+        # A command-line flag often names a resource (`--secret=db-pass`): only a chosen value counts.
+        return looks_like_password(value) or len(value) >= 20
     if op in ("=", ":=") or quoted:
         return True  # code and config: `password = "hunter22"` is a secret whatever it looks like
+    if PLAIN_VALUE.match(value):
+        return False  # `token-service:v4.17.2-alpine`: an image tag, a version, a date
     # After a bare colon the text may be prose ("password: at least twelve characters"), so only
     # a value that is not an ordinary word counts: it mixes in digits or symbols, or is very long.
     has_digit = any(c.isdigit() for c in value)
@@ -83,7 +88,7 @@ def _looks_secret(value: str, *, op: str, quoted: bool) -> bool:
 
 def _assigns_a_secret(match: re.Match[str]) -> bool:
     return _names_a_secret(match["key"]) and _looks_secret(
-        match["value"], op=match["op"], quoted=bool(match["quote"]))
+        match["value"], key=match["key"], op=match["op"], quoted=bool(match["quote"]))
 
 
 def _secret_span(match: re.Match[str]) -> tuple[int, int]:
@@ -111,10 +116,15 @@ def _in_variant(variant: Variant) -> Iterator[Finding]:
                 start, end = variant.span(*span)
                 yield Finding(kind.noun, kind.phrase, start, end)
     if any(hint in lowered for hint in _ASSIGNMENT_HINTS):
-        for match in _ASSIGNMENT.finditer(variant.text):
+        pos = 0
+        while (match := _ASSIGNMENT.search(variant.text, pos)) is not None:
             if _assigns_a_secret(match):
                 start, end = variant.span(*match.span("value"))
                 yield Finding(ASSIGNMENT_NOUN, "a " + ASSIGNMENT_NOUN, start, end)
+                pos = match.end()
+            else:
+                # ".env: JWT_SECRET=…": the value of a key that names no secret may hold an assignment
+                pos = match.start("value")
 
 
 def findings(text: str) -> Iterator[Finding]:

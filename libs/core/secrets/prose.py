@@ -44,13 +44,16 @@ _TOKEN_WORDS = (
 )
 _TOKEN_CJK = r"密钥|密鑰|令牌|秘钥|トークン|キー|鍵|アクセスキー|토큰|키"
 
+# A keyword is a word of the sentence, not part of a file name, URL or address (secrets.py,
+# user:password@host): nothing but a space, punctuation followed by a space, or the end after it.
+_ALONE = r"(?![\w@/]|[.:=][^\s])"
 _KEYWORD = re.compile(
-    rf"(?i:(?<![\w\-])(?P<pp>{_PASSPHRASE_WORDS})(?![\w\-])|(?P<cjkpp>パスフレーズ|口令短语)"
-    rf"|(?<![\w\-])(?P<pw>{_PASSWORD_WORDS})(?![\w\-])|(?P<cjkpw>{_PASSWORD_CJK})"
-    rf"|(?<![\w\-])(?P<tk>{_TOKEN_WORDS})(?![\w\-])|(?P<cjktk>{_TOKEN_CJK}))"
+    rf"(?i:(?<![\w/.@:])(?P<pp>{_PASSPHRASE_WORDS}){_ALONE}|(?P<cjkpp>パスフレーズ|口令短语)"
+    rf"|(?<![\w/.@:])(?P<pw>{_PASSWORD_WORDS}){_ALONE}|(?P<cjkpw>{_PASSWORD_CJK})"
+    rf"|(?<![\w/.@:])(?P<tk>{_TOKEN_WORDS}){_ALONE}|(?P<cjktk>{_TOKEN_CJK}))"
 )
 # A clause ends at a sentence stop or a line break; the value must sit in the keyword's clause.
-_CLAUSE_END = re.compile(r"[.!?;]\s|[。！？；\n]|$")
+_CLAUSE_END = re.compile(r"[.!;]\s|[。！；\n]|$")
 # Printable ASCII runs: in CJK text a password is the ASCII inside the sentence.
 _CANDIDATE = re.compile(r"[!-~]+")
 _EDGE = "\"'`“”‘’«»„‚()[]{}<>.,;:!?。、，：「」『』"
@@ -67,11 +70,15 @@ _EMAIL = re.compile(r"^[^@\s]+@[\w\-]+(?:\.[\w\-]+)+$")
 _IDENT_PLAIN = re.compile(r"^[a-z]+(?:[-_][a-z]+)*[-_]?\d{0,3}$|^[A-Z][a-z]+(?:[A-Z][a-z]+)+\d{0,2}$")
 _KEYWORD_INSIDE = re.compile(r"pass|pwd|secret|token|key|login|auth|user|admin|name|cred", re.I)
 _DICEWARE = re.compile(r"^[a-z]{3,}(?:[-_.][a-z0-9]{2,}){3,}$", re.I)
+# kebab-case names (pod, branch, bucket names) of short parts: identifiers, not issued values.
+_KEBAB = re.compile(r"^[a-z0-9]{1,12}(?:-[a-z0-9]{1,12})+$")
+_WORD_PATH = re.compile(r"^[A-Za-z][a-z]*(?:[/\\][A-Za-z][a-z]*)+$")  # Ops/Staging, kv/prod
+_HEX_RANGE = re.compile(r"^[0-9a-f]{7,64}(?:\.{2,3}[0-9a-f]{7,64})?$")
 _HEX = re.compile(r"^[0-9a-f]+$", re.I)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _DIGEST_WORDS = re.compile(
     r"(?i:\b(?:sha\d*|md5|hash(?:es)?|digest|checksum|commit|etag|fingerprint|uuid|guid|request[ _\-]?id|trace"
-    r"|id|ids|build|revision|rev|hashsum|version|base64|encoded)\b|哈希|校验|ハッシュ)"
+    r"|id|ids|build|revision|rev|hashsum|version|base64|encoded|cache)\b|哈希|校验|ハッシュ)"
 )
 # Values that stand for a secret rather than being one: references and placeholders.
 _REFERENCE = re.compile(r"^(?:[$<{%*\[]|os\.|env\.|process\.|vault:|secret/|ssm:|arn:|op://|\.\.\.)", re.I)
@@ -112,14 +119,16 @@ def _plain(value: str) -> bool:
     return bool(
         _DATE_OR_VERSION.match(value) or _HOST.match(value) or _EMAIL.match(value) or _REFERENCE.match(value)
         or _IDENT_PLAIN.match(value) or "://" in value or value.count("/") >= 2 or value.startswith(("/", "~", "./"))
-        or is_example(value)
+        or is_example(value) or _WORD_PATH.match(value) is not None
     )
 
 
 def chosen_password(value: str) -> bool:
     """A value a person chose as a password: see the module's rule for password words."""
-    if len(value) < 8 or len(value) > 64 or not value.isascii() or _plain(value):
+    if len(value) < 8 or len(value) > 64 or not value.isascii() or _plain(value) or _KEBAB.match(value):
         return False
+    if _HEX_RANGE.match(value):
+        return False  # commit ids and ranges (5a86e03..9f1c2b7)
     if _KEYWORD_INSIDE.search(value) and entropy(value) < 3.2:
         return False  # Passw0rd-policy, secret-santa-2026: a name that mentions the keyword
     lower, upper, digit, symbol = _classes(value)
@@ -130,7 +139,8 @@ def chosen_password(value: str) -> bool:
 
 def issued_token(value: str) -> bool:
     """A value a service issued: ≥ 16 characters, letters and digits mixed, high entropy."""
-    if len(value) < 16 or not value.isascii() or _plain(value) or _UUID.match(value):
+    if (len(value) < 16 or not value.isascii() or _plain(value) or _UUID.match(value) or _KEBAB.match(value)
+            or _HEX_RANGE.match(value) and "." in value):
         return False
     lower, upper, digit, _ = _classes(value)
     if not digit or not (lower or upper):
@@ -186,7 +196,7 @@ def _clause_before(text: str, end: int) -> int:
     start = max(0, end - _WINDOW_BEFORE)
     cut = start
     for match in _CLAUSE_END.finditer(text, start, end):
-        if match.end() <= end:
+        if match.end() > match.start():  # a stop, not the end of the window
             cut = match.end()
     return cut
 
@@ -205,6 +215,8 @@ def prose_findings(text: str) -> Iterator[ProseFinding]:
             if _DIGEST_WORDS.search(text, before, after):
                 continue  # "the secret rotation job's sha1 is …": a digest named as such
             for s, e in window:
+                if s < keyword.start() and _HEX.match(text[s:e]):
+                    continue  # a hex value before the word is a digest the sentence acts on
                 if issued_token(text[s:e]):
                     yield ProseFinding(PROSE_TOKEN, s, e)
             continue

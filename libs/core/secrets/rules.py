@@ -48,7 +48,11 @@ PLUGINS: tuple[type[RegexBasedDetector], ...] = (
 
 # Values the providers' own documentation publishes as examples (AKIAIOSFODNN7EXAMPLE) and the
 # usual placeholders: quoting one is not a leak.
-_EXAMPLE = re.compile(r"example|sample|dummy|placeholder|x{6,}|(?:0123456789|abcdef){2}", re.I)
+_EXAMPLE = re.compile(
+    r"example|sample|dummy|placeholder|x{6,}|(?:0123456789|abcdef){2}|your[_\-]|[_\-]here$|changeme|replace[_\-]?me"
+    r"|^(?:password|secret|pass|pwd|mypassword|token)$",
+    re.I,
+)
 
 
 def is_example(value: str) -> bool:
