@@ -53,7 +53,7 @@ _KEYWORD = re.compile(
     rf"|(?<![\w/.@:])(?P<tk>{_TOKEN_WORDS}){_ALONE}|(?P<cjktk>{_TOKEN_CJK}))"
 )
 # A clause ends at a sentence stop or a line break; the value must sit in the keyword's clause.
-_CLAUSE_END = re.compile(r"[.!;]\s|[。！；\n]|$")
+_CLAUSE_END = re.compile(r"[.;]\s|[。！；\n]|$")
 # Printable ASCII runs: in CJK text a password is the ASCII inside the sentence.
 _CANDIDATE = re.compile(r"[!-~]+")
 _EDGE = "\"'`“”‘’«»„‚()[]{}<>.,;:!?。、，：「」『』"
@@ -62,8 +62,8 @@ _WINDOW_AFTER = 80
 _WINDOW_BEFORE = 40
 
 _DATE_OR_VERSION = re.compile(
-    r"^(?:\d+[-\s]?[a-z]+(?:-[a-z]+)*|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}.*|v?\d+(?:\.\d+)+[a-z0-9.+\-]*|\d+(?:[.,]\d+)?[a-z%]*|\d+h\d*|\d{1,2}:\d{2}.*)$",
-    re.I,
+    r"^(?:\d+[-\s]?[a-z]+(?:-[a-z]+)*|\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}(?:[T ][\d:.]+Z?)?|[vV]?\d+(?:\.\d+)+[a-zA-Z0-9.+\-]*"
+    r"|\d+(?:[.,]\d+)?(?:[a-z%]+|[KMGT]i?B)?|\d+h\d*|\d{1,2}:\d{2}(?::\d{2})?)$"
 )
 _HOST = re.compile(r"^[a-z0-9\-]+(?:\.[a-z0-9\-]+)+(?::\d+)?$")
 _EMAIL = re.compile(r"^[^@\s]+@[\w\-]+(?:\.[\w\-]+)+$")
@@ -81,7 +81,11 @@ _DIGEST_WORDS = re.compile(
     r"|id|ids|build|revision|rev|hashsum|version|base64|encoded|cache)\b|哈希|校验|ハッシュ)"
 )
 # Values that stand for a secret rather than being one: references and placeholders.
-_REFERENCE = re.compile(r"^(?:[$<{%*\[]|os\.|env\.|process\.|vault:|secret/|ssm:|arn:|op://|\.\.\.)", re.I)
+_REFERENCE = re.compile(
+    r"^(?:\$\{?[A-Za-z_]\w*\}?|%[A-Za-z_]\w*%|<[^>]*>|\{\{[^}]*\}\}|\*{3,}|\[[^\]]*\])$"
+    r"|^(?:os\.|env\.|process\.|vault:|secret/|ssm:|arn:|op://|\.\.\.)",
+    re.I,
+)
 
 
 # Keys and tokens that are not credentials: "the cache key is …", "the next page token …".
