@@ -73,6 +73,12 @@ _DICEWARE = re.compile(r"^[a-z]{3,}(?:[-_.][a-z0-9]{2,}){3,}$", re.I)
 # kebab-case names (pod, branch, bucket names) of short parts: identifiers, not issued values.
 _KEBAB = re.compile(r"^[a-z0-9]{1,12}(?:-[a-z0-9]{1,12})+$")
 _WORD_PATH = re.compile(r"^[A-Za-z][a-z]*(?:[/\\][A-Za-z][a-z]*)+$")  # Ops/Staging, kv/prod
+# File names (docs/BENCHMARKS.md) and dotted code names (natsAuth.create=false).
+_FILE_OR_CODE = re.compile(
+    r"^[\w.\-/]+\.(?:md|py|txt|json|ya?ml|toml|sh|js|ts|go|rs|sql|cfg|ini|conf|env|lock|pub|crt|log|html|csv)$"
+    r"|^[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:=[A-Za-z]+)?$",
+    re.I,
+)
 _HEX_RANGE = re.compile(r"^[0-9a-f]{7,64}(?:\.{2,3}[0-9a-f]{7,64})?$")
 _HEX = re.compile(r"^[0-9a-f]+$", re.I)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
@@ -123,7 +129,8 @@ def _plain(value: str) -> bool:
     return bool(
         _DATE_OR_VERSION.match(value) or _HOST.match(value) or _EMAIL.match(value) or _REFERENCE.match(value)
         or _IDENT_PLAIN.match(value) or "://" in value or value.count("/") >= 2 or value.startswith(("/", "~", "./"))
-        or is_example(value) or _WORD_PATH.match(value) is not None
+        or is_example(value) or _WORD_PATH.match(value) is not None or _FILE_OR_CODE.match(value) is not None
+        or ("<" in value and ">" in value)
     )
 
 
@@ -168,6 +175,11 @@ def _decodes_to_text(value: str) -> bool:
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    # Markdown emphasis (**Stable**) is markup, not part of a value.
+    while text.startswith("**", start) and end - start > 2:
+        start += 2
+    while text.endswith("**", start, end) and end - start > 2:
+        end -= 2
     while start < end and text[start] in _EDGE:
         start += 1
     while end > start and text[end - 1] in _EDGE:
