@@ -32,7 +32,7 @@ PROSE_TOKEN = "API key or token in prose"
 # words anywhere. Compound German words (Datenbankpasswort) end in the keyword, so only their
 # end is anchored.
 _PASSWORD_WORDS = (
-    r"passwords?|passwd|passcode|pwd|pw|pass|login|logins|credentials?|creds|sign[- ]?in|log[- ]?in"
+    r"passwords?|passwd|passcode|pwd|pw|login|logins|credentials?|creds|sign[- ]?in|log[- ]?in"
     r"|\w*passwort|\w*kennwort|zugangsdaten|anmeldung|mot de passe|mdp|identifiants?|code d'accès"
     r"|contraseña|contrasena|clave de acceso|credenciales|senha|wachtwoord|пароль|parola|haslo|hasło"
 )
@@ -79,6 +79,7 @@ _FILE_OR_CODE = re.compile(
     r"|^[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:=[A-Za-z]+)?$",
     re.I,
 )
+_POSSESSIVE = re.compile(r"^[A-Za-z]+['`’]s$")
 _HEX_RANGE = re.compile(r"^[0-9a-f]{7,64}(?:\.{2,3}[0-9a-f]{7,64})?$")
 _HEX = re.compile(r"^[0-9a-f]+$", re.I)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
@@ -130,7 +131,7 @@ def _plain(value: str) -> bool:
         _DATE_OR_VERSION.match(value) or _HOST.match(value) or _EMAIL.match(value) or _REFERENCE.match(value)
         or _IDENT_PLAIN.match(value) or "://" in value or value.count("/") >= 2 or value.startswith(("/", "~", "./"))
         or is_example(value) or _WORD_PATH.match(value) is not None or _FILE_OR_CODE.match(value) is not None
-        or ("<" in value and ">" in value)
+        or ("<" in value and ">" in value) or _POSSESSIVE.match(value) is not None
     )
 
 
