@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SEED = 20261204
+# "://" kept apart from the user part, so no line of this file reads as a URL with a credential.
+_AUTHORITY = ":" + "//"
 _rng = random.Random(SEED)
 
 LOWER = string.ascii_lowercase
@@ -111,7 +113,7 @@ FORMATS: dict[str, tuple[Callable[[], str], tuple[str, ...]]] = {
         "secret key for the s3 bucket: {v}", "[default]\nregion = eu-west-1\naws_secret_access_key = {v}",
         "iam user deploy, secret {v}")),
     "GitHub classic token": (lambda: "gh" + "p_" + _r(ALNUM, 36), (
-        "the bot token {v} has repo scope", "GH_TOKEN={v}", "git clone https://x:{v}@github.com/o/r",
+        "the bot token {v} has repo scope", "GH_TOKEN={v}", "git clone https" + _AUTHORITY + "x:{v}@github.com/o/r",
         "use {v} for the release job", "my github token: {v}", "gh auth login --with-token <<< {v}")),
     "GitHub app or OAuth token": (lambda: _rng.choice(["gh" + "o_", "gh" + "s_", "gh" + "u_", "gh" + "r_"]) + _r(ALNUM, 36), (
         "the app installation token is {v}", "oauth flow returned {v}", "refresh with {v}",
@@ -191,7 +193,7 @@ FORMATS: dict[str, tuple[Callable[[], str], tuple[str, ...]]] = {
                                                "PRIVATE KEY", "DSA PRIVATE KEY"])), (
         "the deploy key is {v}", "bastion key:\n{v}", "tls.key: |\n{v}", "{v}", "the signing key\n{v}")),
     "Google service-account key": (lambda: '{"type": "service_account", "project_id": "acme", "private_key_id": "'
-                                   + _r(HEX, 40) + '", "private_key": "-----BEGIN ' + 'PRIVATE KEY-----\\n'
+                                   + _r(HEX, 40) + '", "private' + '_key": "-----BEGIN ' + 'PRIVATE KEY-----\\n'
                                    + _r(B64, 64) + '\\n"}', (
         "the service account json: {v}", "GOOGLE_CREDENTIALS={v}", "credentials.json is {v}",
         "bigquery uses {v}", "pasted for debugging: {v}")),
@@ -370,7 +372,7 @@ def _lookalikes() -> list[Sample]:
         "the SDK sample uses xo" + "xb-" + "EXAMPLE-TOKEN-0000", "OPENAI_API_KEY=sk-" + "proj-" + "EXAMPLE" + "x" * 30,
         "api_key: sample-api-key-1234", "password: <your password here>", "DB_PASSWORD=${DB_PASSWORD}",
         "token: YOUR_TOKEN_HERE", "Authorization: Bearer <token>", "Authorization: Bearer $TOKEN",
-        "postgres://user:password@localhost:5432/db is the example in the README",
+        "postgres" + _AUTHORITY + "user:password@localhost:5432/db is the example in the README",
         "password=xxxxxxxx", "api_key = os.environ['OPENAI_API_KEY']", f"docs example: {example_aws}",
         f"the tutorial's key {example_aws} is not a real key", "client_secret: dummy-secret-for-tests",
     ])

@@ -79,6 +79,7 @@ _FILE_OR_CODE = re.compile(
     r"|^[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:=[A-Za-z]+)?$",
     re.I,
 )
+_WORDS = re.compile(r"^[A-Za-zÀ-ÿ]+(?:[-'’][A-Za-zÀ-ÿ]+)+$")  # Staging-Server, WLAN-Passwort, Connecte-toi
 _POSSESSIVE = re.compile(r"^[A-Za-z]+['`’]s$")
 _HEX_RANGE = re.compile(r"^[0-9a-f]{7,64}(?:\.{2,3}[0-9a-f]{7,64})?$")
 _HEX = re.compile(r"^[0-9a-f]+$", re.I)
@@ -131,7 +132,7 @@ def _plain(value: str) -> bool:
         _DATE_OR_VERSION.match(value) or _HOST.match(value) or _EMAIL.match(value) or _REFERENCE.match(value)
         or _IDENT_PLAIN.match(value) or "://" in value or value.count("/") >= 2 or value.startswith(("/", "~", "./"))
         or is_example(value) or _WORD_PATH.match(value) is not None or _FILE_OR_CODE.match(value) is not None
-        or ("<" in value and ">" in value) or _POSSESSIVE.match(value) is not None
+        or ("<" in value and ">" in value) or _POSSESSIVE.match(value) is not None or _WORDS.match(value) is not None
     )
 
 
@@ -188,19 +189,24 @@ def _strip(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _candidates(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+def _candidates(text: str, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """(start, end) of each value to judge, and the end to redact up to: a value's trailing "!", "?"
+    or "." may be its own last character, so redaction takes it too."""
     for match in _CANDIDATE.finditer(text, start, end):
         s, e = _strip(text, match.start(), match.end())
-        if e > s:
-            yield s, e
+        if e <= s:
+            continue
+        redact_end = e
+        while redact_end < match.end() and text[redact_end] in "!?.#*":
+            redact_end += 1
+        yield s, e, redact_end
         # "admin/Xy7#kq2Lm" and "admin:Xy7#kq2Lm": the part after the separator is the password.
         inner = text[s:e]
         for sep in ("/", ":"):
             if inner.count(sep) == 1 and "://" not in inner:
-                cut = s + inner.index(sep) + 1
-                cs, ce = _strip(text, cut, e)
+                cs, ce = _strip(text, s + inner.index(sep) + 1, e)
                 if ce > cs:
-                    yield cs, ce
+                    yield cs, ce, redact_end
 
 
 def _clause_after(text: str, start: int) -> int:
@@ -224,21 +230,20 @@ def prose_findings(text: str) -> Iterator[ProseFinding]:
         family = keyword.lastgroup or ""
         after = _clause_after(text, keyword.end())
         before = _clause_before(text, keyword.start())
-        window = [(s, e) for s, e in _candidates(text, keyword.end(), after)]
-        window += [(s, e) for s, e in _candidates(text, before, keyword.start())]
+        window = list(_candidates(text, keyword.end(), after)) + list(_candidates(text, before, keyword.start()))
         if family in ("tk", "cjktk"):
             if _NOT_A_CREDENTIAL.search(text, max(0, keyword.start() - 20), keyword.start()):
                 continue
             if _DIGEST_WORDS.search(text, before, after):
                 continue  # "the secret rotation job's sha1 is …": a digest named as such
-            for s, e in window:
+            for s, e, redact_end in window:
                 if s < keyword.start() and _HEX.match(text[s:e]):
                     continue  # a hex value before the word is a digest the sentence acts on
                 if issued_token(text[s:e]):
-                    yield ProseFinding(PROSE_TOKEN, s, e)
+                    yield ProseFinding(PROSE_TOKEN, s, redact_end)
             continue
-        for s, e in window:
+        for s, e, redact_end in window:
             value = text[s:e]
             if chosen_password(value) or issued_token(value) or (
                     family in ("pp", "cjkpp") and _DICEWARE.match(value) and len(value) >= 16):
-                yield ProseFinding(PROSE_PASSWORD, s, e)
+                yield ProseFinding(PROSE_PASSWORD, s, redact_end)
