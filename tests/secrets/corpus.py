@@ -130,10 +130,12 @@ FORMATS: dict[str, tuple[Callable[[], str], tuple[str, ...]]] = {
     "Slack bot token": (lambda: "xo" + "xb-" + _r(DIGITS, 12) + "-" + _r(DIGITS, 13) + "-" + _r(ALNUM, 24), (
         "slack alerts go through {v}", "the bot posts with {v}", "SLACK_BOT_TOKEN={v}",
         "the incident bot token {v}", "our standup bot uses {v}")),
-    "Slack user token": (lambda: "xo" + "xp-" + _r(DIGITS, 12) + "-" + _r(DIGITS, 12) + "-" + _r(DIGITS, 13) + "-" + _r(HEX, 32), (
+    "Slack user token": (lambda: "xo" + "xp-" + _r(DIGITS, 12) + "-" + _r(DIGITS, 12) + "-" + _r(DIGITS, 13) + "-"
+                         + _r(HEX, 32), (
         "my user token {v} can read DMs", "export SLACK_TOKEN={v}", "the archiver runs as {v}",
         "legacy token {v}", "the scraper used {v}")),
-    "Slack webhook": (lambda: "https://hooks.slack.com/services/T" + _r(UPPER + DIGITS, 8) + "/B" + _r(UPPER + DIGITS, 10) + "/" + _r(ALNUM, 24), (
+    "Slack webhook": (lambda: "https://hooks.slack.com/services/T" + _r(UPPER + DIGITS, 8) + "/B" + _r(UPPER + DIGITS, 10)
+                      + "/" + _r(ALNUM, 24), (
         "alerts post to {v}", "webhook: {v}", "the deploy bot posts to {v}", "curl -X POST {v}", "SLACK_WEBHOOK_URL={v}")),
     "Google API key": (lambda: "AI" + "za" + _r(ALNUM + "-_", 35), (
         "maps use {v}", "the geocoder key {v}", "GOOGLE_API_KEY={v}", "firebase apiKey {v}", "youtube data api: {v}")),
@@ -405,7 +407,8 @@ def _lookalikes() -> list[Sample]:
     add("package, image or file name", [t.format(a=_rng.randint(1, 9), b=_rng.randint(0, 30)) for t in (
         "pip install python-jose=={a}.{b}.0", "npm i jsonwebtoken@{a}.{b}.2", "ghcr.io/acme/token-service:v{a}.{b}.2-alpine3.19",
         "see secrets.yaml.example for the keys", "the public key file is id_ed25519.pub", "cargo add argon2@0.{b}.{a}",
-        "the password-strength meter is zxcvbn-ts {a}.{b}.1", "helm upgrade auth-proxy oci://ghcr.io/acme/charts/auth-proxy --version {a}.{b}.0",
+        "the password-strength meter is zxcvbn-ts {a}.{b}.1",
+        "helm upgrade auth-proxy oci://ghcr.io/acme/charts/auth-proxy --version {a}.{b}.0",
         "go get golang.org/x/crypto@v0.{b}.{a}", "the keyring backend is keyrings.alt {a}.{b}") for _ in range(2)])
     add("host, time or number", [t.format(n=_rng.randint(2, 999), h=_r(HEX, 4)) for t in (
         "log in to k8s-staging-0{n}.eu-west-1.internal as admin", "the token expires at 2026-12-04T08:50:00Z",

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from echo_memory.libs.core.secrets.kinds import PLAIN_VALUE, KINDS, looks_like_password
+from echo_memory.libs.core.secrets.kinds import KINDS, PLAIN_VALUE, looks_like_password
 from echo_memory.libs.core.secrets.normalise import Variant, variants
 from echo_memory.libs.core.secrets.prose import PROSE_PASSWORD, PROSE_TOKEN, prose_findings
 from echo_memory.libs.core.secrets.rules import MAINTAINED, is_example
@@ -117,14 +117,14 @@ def _in_variant(variant: Variant) -> Iterator[Finding]:
                 yield Finding(kind.noun, kind.phrase, start, end)
     if any(hint in lowered for hint in _ASSIGNMENT_HINTS):
         pos = 0
-        while (match := _ASSIGNMENT.search(variant.text, pos)) is not None:
-            if _assigns_a_secret(match):
-                start, end = variant.span(*match.span("value"))
+        while (assignment := _ASSIGNMENT.search(variant.text, pos)) is not None:
+            if _assigns_a_secret(assignment):
+                start, end = variant.span(*assignment.span("value"))
                 yield Finding(ASSIGNMENT_NOUN, "a " + ASSIGNMENT_NOUN, start, end)
-                pos = match.end()
+                pos = assignment.end()
             else:
                 # ".env: JWT_SECRET=…": the value of a key that names no secret may hold an assignment
-                pos = match.start("value")
+                pos = assignment.start("value")
 
 
 def findings(text: str) -> Iterator[Finding]:
