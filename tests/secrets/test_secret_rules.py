@@ -90,3 +90,10 @@ def test_a_password_in_a_sentence_is_redacted_and_the_sentence_kept(text: str) -
 ])
 def test_sentences_about_passwords_and_documented_examples_pass(text: str) -> None:
     assert find_secret(text) is None and redact_secrets(text) == text
+
+
+def test_redacted_text_is_clean_when_checked_again() -> None:
+    """Imports and capture hooks redact, then the writes service checks again: nothing may remain."""
+    left = [(s.kind, redact_secrets(s.text)) for s in SECRETS if find_secret(redact_secrets(s.text)) is not None]
+    assert left == []
+    assert all(redact_secrets(s.text) != s.text for s in SECRETS)

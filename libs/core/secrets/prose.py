@@ -104,6 +104,9 @@ _NOT_A_CREDENTIAL = re.compile(
 )
 
 
+_REDACTED = re.compile(r"\[redacted [^\]\n]{1,80}\]")
+
+
 @dataclass(frozen=True)
 class ProseFinding:
     """A credential found in a sentence: which family and the [start, end) of the value."""
@@ -226,6 +229,9 @@ def _clause_before(text: str, end: int) -> int:
 
 def prose_findings(text: str) -> Iterator[ProseFinding]:
     """Each credential written in a sentence of `text`; nothing for text that only talks about one."""
+    # A redaction marker names a kind ("[redacted password in prose]"): blank it, keeping offsets,
+    # so text redacted once is clean when checked again.
+    text = _REDACTED.sub(lambda m: " " * len(m.group()), text)
     for keyword in _KEYWORD.finditer(text):
         family = keyword.lastgroup or ""
         after = _clause_after(text, keyword.end())
