@@ -76,7 +76,7 @@ _WORD_PATH = re.compile(r"^[A-Za-z][a-z]*(?:[/\\][A-Za-z][a-z]*)+$")  # Ops/Stag
 # File names (docs/BENCHMARKS.md) and dotted code names (natsAuth.create=false).
 _FILE_OR_CODE = re.compile(
     r"^[\w.\-/]+\.(?:md|py|txt|json|ya?ml|toml|sh|js|ts|go|rs|sql|cfg|ini|conf|env|lock|pub|crt|log|html|csv)$"
-    r"|^[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:=[A-Za-z]+)?$",
+    r"|^[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:=[A-Za-z\-]*)?$",
     re.I,
 )
 _WORDS = re.compile(r"^[A-Za-zÀ-ÿ]+(?:[-'’][A-Za-zÀ-ÿ]+)+$")  # Staging-Server, WLAN-Passwort, Connecte-toi
