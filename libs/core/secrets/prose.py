@@ -34,13 +34,13 @@ PROSE_TOKEN = "API key or token in prose"
 _PASSWORD_WORDS = (
     r"passwords?|passwd|passcode|pwd|pw|login|logins|credentials?|creds|sign[- ]?in|log[- ]?in"
     r"|\w*passwort|\w*kennwort|zugangsdaten|anmeldung|mot de passe|mdp|identifiants?|code d'accès"
-    r"|contraseña|contrasena|clave de acceso|credenciales|senha|wachtwoord|пароль|parola|haslo|hasło"
+    r"|contraseña|contrasena|clave de acceso|clave|credenciales|senha|wachtwoord|пароль|parola|haslo|hasło"
 )
 _PASSWORD_CJK = r"密码|密碼|口令|登录|登錄|账号|帳號|パスワード|暗証番号|ログイン|비밀번호"
 _PASSPHRASE_WORDS = r"passphrases?|pass phrase|phrase secrète|frase de contraseña|\w*passphrase|パスフレーズ|口令短语"
 _TOKEN_WORDS = (
     r"tokens?|api[ _\-]?keys?|apikeys?|access[ _\-]?keys?|secret[ _\-]?keys?|secrets?|keys?|client[ _\-]?secret"
-    r"|app[ _\-]?password|pat|dsn|schlüssel|\w*schlüssel|clé|cle|jeton|clave|llave|chave|sleutel|ключ|токен"
+    r"|app[ _\-]?password|pat|dsn|schlüssel|\w*schlüssel|clé|cle|jeton|llave|chave|sleutel|ключ|токен"
 )
 _TOKEN_CJK = r"密钥|密鑰|令牌|秘钥|トークン|キー|鍵|アクセスキー|토큰|키"
 
