@@ -105,3 +105,11 @@ def test_held_out_phrasings_do_not_regress() -> None:
     missed, flagged = held_out()
     assert flagged == []
     assert len(SECRET_PHRASINGS) - len(missed) >= 15, missed
+
+
+def test_the_hints_that_let_a_rule_skip_a_text_never_hide_a_match() -> None:
+    """A maintained rule is skipped when its hint is absent: every text it matches holds the hint."""
+    texts = [s.text for s in SECRETS + LOOKALIKES]
+    hidden = [(kind.noun, text) for kind in MAINTAINED for text in texts
+              if kind.pattern.search(text) and not kind.may_match(text.lower())]
+    assert hidden == []

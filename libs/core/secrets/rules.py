@@ -84,6 +84,37 @@ _CHECKS: dict[type[RegexBasedDetector], Callable[[re.Match[str]], bool] | None] 
 }
 
 
+# Lower-case fragments one of which every match of the plugin's patterns contains, so a text without
+# any skips them (the keyword patterns need key/pw/pass/token whatever their optional prefix).
+_ASSIGNED = ("key", "pw", "pass", "token")
+_HINTS: dict[type[RegexBasedDetector], tuple[str, ...]] = {
+    PrivateKeyDetector: ("private key", "putty"),
+    AWSKeyDetector: ("akia", "asia", "abia", "acca", "a3t", "aws"),
+    AzureStorageKeyDetector: ("accountkey",),
+    GitHubTokenDetector: ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    GitLabTokenDetector: ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-", "glimt-", "glptt-",
+                          "glagent-", "gloas-"),
+    SlackDetector: ("xox", "hooks.slack.com"),
+    StripeDetector: ("k_live_",),
+    OpenAIDetector: ("t3blbkfj",),
+    SendGridDetector: ("sg.",),
+    NpmDetector: ("_authtoken",),
+    PypiTokenDetector: ("pypi-",),
+    TwilioKeyDetector: ("ac", "sk"),
+    TelegramBotTokenDetector: (":",),
+    DiscordBotTokenDetector: (".",),
+    JwtTokenDetector: ("eyj",),
+    MailchimpDetector: ("-us",),
+    SquareOAuthDetector: ("sq0csp-",),
+    ArtifactoryDetector: ("akc", "ap"),
+    CloudantDetector: (*_ASSIGNED, "cloudant"),
+    IbmCloudIamDetector: _ASSIGNED,
+    IbmCosHmacDetector: ("secret",),
+    SoftlayerDetector: (*_ASSIGNED, "softlayer"),
+    BasicAuthDetector: ("://",),
+}
+
+
 def _article(noun: str) -> str:
     return "an" if noun[:1].lower() in "aeiou" else "a"
 
@@ -95,7 +126,7 @@ def _kinds() -> tuple[Kind, ...]:
         check = _CHECKS.get(plugin, _not_example)
         patterns: list[re.Pattern[str]] = list(plugin.denylist)  # type: ignore[call-overload]
         for pattern in patterns:
-            kinds.append(Kind(noun, _article(noun), pattern, check))
+            kinds.append(Kind(noun, _article(noun), pattern, check, _HINTS[plugin]))
     return tuple(kinds)
 
 
