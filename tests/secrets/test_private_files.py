@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -89,4 +91,22 @@ def test_the_nats_and_service_logs_are_readable_by_their_owner_only(tmp_path: Pa
 def test_the_postgres_log_is_readable_by_its_owner_only(pg: Any) -> None:
     log: Path = pg.server.log
     assert log.stat().st_size > 0
+    assert mode(log) == 0o600
+
+
+def test_the_hook_log_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """The recall hook fails open on an unreachable edge and says so in its log, created 0600."""
+    payload = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
+               "prompt": "Which database does the billing service use?"}
+    env = {**os.environ, "ECHO_MEMORY_CONFIG_DIR": str(tmp_path), "ECHO_MEMORY_TOKEN": "em_t_" + "x" * 43}
+    (tmp_path / "remote.json").write_text(json.dumps({"url": "http://127.0.0.1:9/mcp", "token": "unused"}))
+    argv = [sys.executable, "-m", "echo_memory.libs.local.cli", "hook", "recall", "--client", "codex"]
+    old_umask = os.umask(0o022)
+    try:
+        done = subprocess.run(argv, input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60)
+    finally:
+        os.umask(old_umask)
+    assert done.returncode == 0, done.stderr
+    log = tmp_path / "hooks.log"
+    assert "cannot be reached" in log.read_text()
     assert mode(log) == 0o600
