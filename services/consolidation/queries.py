@@ -4,6 +4,7 @@ from __future__ import annotations
 
 SCOPES_ALL = "SELECT id::text, name FROM scopes ORDER BY created_at, name"
 SCOPE_BY_NAME = "SELECT id::text, name FROM scopes WHERE name = %(name)s"
+SCOPE_NAME = "SELECT name FROM scopes WHERE id = %(scope_id)s"
 
 # Each fact of the scope with what its tier is decided from: when it was written and ended, its
 # last read (the read log) and save, and whether an entity it touches was read since `hot_since`.

@@ -11,6 +11,15 @@ from pydantic import BaseModel, Field
 
 
 class ConsolidationSettings(BaseModel):
+    auto: bool = Field(
+        True, description="run by itself: a scope whose facts changed, once quiet for `debounce_seconds`, and every "
+        "scope every `sweep_minutes`; off, only `echo-memory consolidate` runs it"
+    )
+    debounce_seconds: float = Field(60.0, gt=0, description="quiet time after a scope's last fact event before it runs")
+    max_wait_seconds: float = Field(
+        900.0, gt=0, description="a scope written without pause still runs after this long"
+    )
+    sweep_minutes: float = Field(60.0, gt=0, description="every scope of every org seen runs at least this often")
     policy_version: int = Field(1, ge=1, description="recorded with every run and tier move")
     hot_days: float = Field(
         30.0, gt=0, description="a fact written, read or touching an entity read within this many days is hot"
