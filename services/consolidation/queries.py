@@ -154,12 +154,17 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 
 # ---- brief -----------------------------------------------------------------------------------
 
+# A digest is in the project when one of its facts was written in it, named as a path or by its
+# last part (agents record either).
 BRIEF_DIGESTS = """
-SELECT d.id::text AS digest_id, s.name AS scope_name, e.name AS entity, d.summary, d.token_count,
-       cardinality(d.member_ids) AS facts, d.last_seen, (%(project)s::text = ANY(d.projects)) AS in_project
+SELECT d.id::text AS digest_id, d.kind, s.name AS scope_name, e.name AS entity, d.summary, d.token_count,
+       cardinality(d.member_ids) AS facts, d.last_seen,
+       EXISTS (SELECT 1 FROM unnest(d.projects) AS p(name)
+               WHERE p.name = ANY(%(projects)s::text[]) OR regexp_replace(p.name, '^.*/', '') = ANY(%(projects)s::text[]))
+           AS in_project
 FROM digests d
 JOIN scopes s ON s.id = d.scope_id
-JOIN entities e ON e.id = d.subject_id
-WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.kind = 'entity' AND d.valid_to IS NULL
-ORDER BY in_project DESC NULLS LAST, d.last_seen DESC, cardinality(d.member_ids) DESC, e.name, d.id
+LEFT JOIN entities e ON e.id = d.subject_id AND d.kind = 'entity'
+WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
+ORDER BY in_project DESC, d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, e.name, d.id
 """

@@ -42,6 +42,7 @@ EDGE_VERBS: tuple[tuple[str, str], ...] = (
     ("retrieval", "query_memory"),
     ("causal", "trace_cause"),
     ("audit", "get_audit_log"),
+    ("consolidation", "brief"),
 )
 
 _KV_STREAM = f"KV_{ORGS_BUCKET}"
