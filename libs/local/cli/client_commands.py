@@ -27,14 +27,14 @@ def register(sub: Any) -> None:
         help="wire MCP clients to Echo Memory: --for CLIENT, or --global alone for every client found "
              "(MCP entry, instructions, skill, hooks; shows the diff first)",
     )
-    install.add_argument("--for", dest="client", choices=names)
+    install.add_argument("--for", dest="client", choices=names, help="one client only (default: every client found)")
     _scope_args(install)
     install.add_argument("--token", help="use this token instead of issuing one for the client's agent id")
     install.add_argument("--no-hooks", action="store_true", help="leave the client's hook files alone")
     install.set_defaults(func=install_cmd)
 
     uninstall = sub.add_parser("uninstall", help="remove exactly what install added for a client")
-    uninstall.add_argument("--for", dest="client", required=True, choices=names)
+    uninstall.add_argument("--for", dest="client", required=True, choices=names, help="the client to remove it from")
     _scope_args(uninstall)
     uninstall.set_defaults(func=uninstall_cmd)
 
@@ -44,8 +44,8 @@ def register(sub: Any) -> None:
     adopt.set_defaults(func=adopt_cmd)
 
     connect = sub.add_parser("connect", help="use a remote edge (URL TOKEN) or, with --local, this machine's system")
-    connect.add_argument("url", nargs="?")
-    connect.add_argument("token", nargs="?")
+    connect.add_argument("url", nargs="?", help="the remote edge's MCP URL")
+    connect.add_argument("token", nargs="?", help="an agent token the remote edge issued")
     connect.add_argument("--local", action="store_true", help="forget the remote edge")
     connect.add_argument("--no-check", action="store_true", help="save without contacting the edge")
     connect.set_defaults(func=connect_cmd)

@@ -58,8 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     hiding it would make bugs look like conditions.
     """
     words = list(sys.argv[1:] if argv is None else argv)
-    if words[:1] == ["hook"]:
+    if not words:
+        # argparse would only say COMMAND is required; a newcomer needs the list of commands.
+        build_parser().print_help()
+        return USAGE_ERROR
+    if words[:1] == ["hook"] and not {"-h", "--help"} & set(words):
         # A client runs this before every prompt: only the tiny hook runtime is imported.
+        # A person asking for help gets argparse's, like every other command.
         from echo_memory.libs.local.hookrun import main as hook_main
 
         return hook_main(words[1:])

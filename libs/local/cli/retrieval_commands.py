@@ -24,22 +24,22 @@ LONGMEMEVAL_FILE = "longmemeval_s.json"
 
 def register(sub: Any) -> None:
     recall = sub.add_parser("recall", help="query memory from the terminal (same results as query_memory)")
-    recall.add_argument("question")
+    recall.add_argument("question", help="the question, in words")
     recall.add_argument("--scope", action="append", help="scope to read (repeatable); default shared")
-    recall.add_argument("--top-k", type=int, default=10)
+    recall.add_argument("--top-k", type=int, default=10, help="how many results at most (default 10)")
     recall.add_argument(
         "--as-of", help="the store as it was then: Unix seconds or ISO-8601 (a whole second, minute or day means its end)"
     )
     recall.add_argument("--about", action="append", help="entity name (once or twice)")
     recall.add_argument("--no-episodes", action="store_true", help="facts only")
-    recall.add_argument("--max-tokens", type=int)
+    recall.add_argument("--max-tokens", type=int, help="cap the recalled text at about this many tokens")
     recall.add_argument("--json", action="store_true", help="print the raw result")
     recall.set_defaults(func=_recall)
 
     reindex = sub.add_parser(
         "reindex", help="rebuild lexical statistics, embeddings and (with Apache AGE) the graph mirror of a scope"
     )
-    reindex.add_argument("--scope", default="shared")
+    reindex.add_argument("--scope", default="shared", help="the scope to rebuild (default shared)")
     reindex.add_argument("--status", action="store_true", help="only show whether queries use BM25 or ts_rank")
     reindex.add_argument("--lexical-only", action="store_true", help="skip re-embedding")
     reindex.set_defaults(func=_reindex)
@@ -56,7 +56,8 @@ def register(sub: Any) -> None:
     external = sub.add_parser(
         "eval-external", help="retrieval on a public benchmark (locomo, madial, longmemeval, memdaily)"
     )
-    external.add_argument("benchmark", choices=["locomo", "madial", "longmemeval", "memdaily"])
+    external.add_argument("benchmark", choices=["locomo", "madial", "longmemeval", "memdaily"],
+                          help="the published set to run")
     external.add_argument(
         "path", nargs="?",
         help=f"locomo: {LOCOMO_FILE} or its folder; madial: the folder of the MADial-Bench-en files; "
