@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # table against the modules). A command line imports only its own module: building every parser
 # imports every command's dependencies, seconds of start-up for a one-line command.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
-    "echo_memory.libs.local.cli.system_commands": ("down", "quickstart", "service", "status", "up"),
+    "echo_memory.libs.local.cli.system_commands": ("down", "line", "quickstart", "service", "status", "up"),
     "echo_memory.libs.local.cli.admin_commands": ("init-db", "mcp", "scope", "token"),
     "echo_memory.libs.local.cli.retrieval_commands": ("benchmark", "eval", "eval-external", "recall", "reindex"),
     "echo_memory.libs.local.cli.audit_commands": ("export", "restore", "why"),
