@@ -95,6 +95,9 @@ def _recall(settings: Any, args: Any) -> int:
     from echo_memory.libs.core.contracts.errors import EchoError
     from echo_memory.libs.core.contracts.framing import render_recall
 
+    if not args.question.strip() and not args.about:
+        # Said here: the service's sentence names `digest`, a tool argument this command has no flag for.
+        return _refuse("recall", "give a question (or an empty one with --about NAME: what is known about NAME)")
     body: dict[str, Any] = {"query": args.question, "top_k": args.top_k, "include_episodes": not args.no_episodes}
     if args.scope:
         body["scope"] = args.scope if len(args.scope) > 1 else args.scope[0]
