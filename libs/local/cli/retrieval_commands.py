@@ -71,8 +71,9 @@ def register(sub: Any) -> None:
                           help="longmemeval: only the first N questions of each type; memdaily: the first N "
                           "trajectories of each file")
     external.add_argument("--json", action="store_true",
-                          help="include every question's scores (the system's and, but for longmemeval, BM25's), "
-                          "in the file's order, so two runs can be compared question by question")
+                          help="print the whole report as JSON instead of tables, with every question's scores "
+                          "(the system's and, but for longmemeval, BM25's) in the file's order, so two runs can be "
+                          "compared question by question")
     external.set_defaults(func=_external)
 
     from echo_memory.libs.local.eval.benchmark import register as register_benchmark  # the latency harness
@@ -271,10 +272,15 @@ def _external(settings: Any, args: Any) -> int:
     report = _run_harness(settings, command, job)
     if report is None:
         return 1
-    if not args.json:
-        report.pop("per_question", None)
-    print(json.dumps(report, indent=2))
+    _print_external(report, as_json=args.json)
     return 0
+
+
+def _print_external(report: dict[str, Any], *, as_json: bool) -> None:
+    """The report's tables, or with --json the whole report (every question's scores included)."""
+    from echo_memory.libs.local.eval.report import render_external
+
+    print(json.dumps(report, indent=2) if as_json else render_external(report))
 
 
 def _longmemeval(settings: Any, args: Any, command: str) -> int:
@@ -294,7 +300,5 @@ def _longmemeval(settings: Any, args: Any, command: str) -> int:
     report = _run_harness(settings, command, _throwaway(settings, lambda call: run_longmemeval(call, questions, show=True)))
     if report is None:
         return 1
-    if not args.json:
-        report.pop("per_question", None)
-    print(json.dumps(report, indent=2))
+    _print_external(report, as_json=args.json)
     return 0
