@@ -150,8 +150,12 @@ def _revoke_replaced(settings: Settings, replaced: dict[str, str]) -> None:
         print(f"echo-memory: {label}: the token it held before ({shown}) {outcome}")
 
 
-def _confirm_and_apply(changes: list, yes: bool, project: Path | None = None) -> int | None:  # type: ignore[type-arg]
-    """Show the diff and write on confirmation. Returns 0 (written or nothing to do), 1 (declined)."""
+def _confirm_and_apply(changes: list, yes: bool, project: Path | None = None,  # type: ignore[type-arg]
+                       *, mask_backups: bool = False) -> int | None:
+    """Show the diff and write on confirmation. Returns 0 (written or nothing to do), 1 (declined).
+
+    `mask_backups`: the backups keep every Echo Memory token cut to its prefix (uninstall).
+    """
     from echo_memory.libs.local.clients import apply_changes
     from echo_memory.libs.local.clients.remote import config_dir
 
@@ -168,11 +172,11 @@ def _confirm_and_apply(changes: list, yes: bool, project: Path | None = None) ->
         if answer not in ("y", "yes"):
             print("echo-memory: nothing was written")
             return 1
-    backups = apply_changes(pending, backup_dir=config_dir() / "backups", project=project)
+    backups = apply_changes(pending, backup_dir=config_dir() / "backups", project=project, mask_backups=mask_backups)
     for change in pending:
         print(f"{'removed' if change.after is None else 'wrote'} {change.path}")
     for backup in backups:
-        print(f"backup  {backup}")
+        print(f"backup  {backup}{' (tokens masked)' if mask_backups else ''}")
     return 0
 
 
@@ -350,7 +354,7 @@ def uninstall_cmd(settings: Settings, args: argparse.Namespace) -> int:
         changes = plan_client_removal(client, _home(), project)
         if project is None:
             changes += [c for c in plan_credentials({client.name: None}, str(settings.home)) if c.before is not None]
-        code = _confirm_and_apply(changes, args.yes, project)
+        code = _confirm_and_apply(changes, args.yes, project, mask_backups=True)
     except ConfigError as exc:
         return _err(str(exc))
     if code == 0:

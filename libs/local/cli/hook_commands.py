@@ -71,7 +71,7 @@ def hooks_cmd(settings: Settings, args: argparse.Namespace) -> int:
             changes = [change] if change is not None else []
             if project is None:
                 changes += [c for c in plan_credentials({client.name: None}, None) if c.before is not None]
-            return _confirm_and_apply(changes, args.yes, project) or 0
+            return _confirm_and_apply(changes, args.yes, project, mask_backups=True) or 0
         except ConfigError as exc:
             return _err(str(exc))
     executable = PROJECT_COMMAND if project is not None else _executable()
