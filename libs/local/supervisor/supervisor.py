@@ -156,8 +156,7 @@ class Supervisor:
             previous = remembered[file]
             others = {port for name, port in remembered.items() if name != file and port is not None}
             port = choose_port(configured, what, variable, previous, avoid=frozenset(others | set(chosen)))
-            moved = previous is not None and port != previous and configured == 0
-            if moved:
+            if previous is not None and port != previous and configured == 0:
                 notice = f"port {previous} of the last run is in use: {_moved(what, port, previous)}"
                 self._notices.append(notice)
                 self._say(notice)
