@@ -11,9 +11,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -128,3 +130,34 @@ def test_a_taken_edge_port_is_said_on_the_terminal_and_the_next_start_returns() 
         cli(home, "down", timeout=90)
         shutil.rmtree(home, ignore_errors=True)
 
+
+
+@pytest.mark.e2e
+def test_foreground_up_says_the_port_moved_and_prints_the_new_line() -> None:
+    home = server_dir("line-up")
+    remembered = free_port()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / EDGE_PORT_FILE).write_text(f"{remembered}\n")
+    output: list[str] = []
+    try:
+        with occupied_at(remembered):
+            process = subprocess.Popen([str(BIN), "up"], env=_env(home), stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True)
+            assert process.stdout is not None
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline and not LINE.search("".join(output)):
+                line = process.stdout.readline()
+                if not line:
+                    break
+                output.append(line)
+            process.send_signal(signal.SIGINT)
+            rest, _ = process.communicate(timeout=90)
+            output.append(rest)
+        text = "".join(output)
+        url, _ = client_line(text)
+        assert f"port {remembered} of the last run is in use" in text
+        assert url != f"http://127.0.0.1:{remembered}/mcp" and f"MCP at {url}" in text
+        assert process.returncode == 0, text
+    finally:
+        cli(home, "down", timeout=90)
+        shutil.rmtree(home, ignore_errors=True)
