@@ -72,6 +72,10 @@ VALID: dict[str, dict[str, Any]] = {
                                                            "quote": "because of it"}]},
     "HintIn": {"fact_id": "f-1", "causal_hint": "caused_by", "quote": "because of it"},
     "ClearPostHocInput": {"agent": "echo-distil"},
+    "ConsolidateInput": {"scope": "shared"},
+    "ConsolidateLogInput": {"scope": "shared"},
+    "ConsolidateUndoInput": {"run_id": "r-1"},
+    "BriefInput": {"project": "billing", "scope": "shared"},
 }
 
 
