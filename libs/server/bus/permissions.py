@@ -54,6 +54,11 @@ EVENTS_PUBLISH = (
     f"$JS.API.STREAM.INFO.{EVENTS_STREAM}",
     f"$JS.API.STREAM.CREATE.{EVENTS_STREAM}",
 )
+# Erasure (forget_finish): read the org's events one by one and delete those naming erased rows.
+EVENTS_ERASE = (
+    f"$JS.API.STREAM.MSG.GET.{EVENTS_STREAM}",
+    f"$JS.API.STREAM.MSG.DELETE.{EVENTS_STREAM}",
+)
 
 # The reindex service's pull consumer of ECHO_EVENTS: create or bind it, fetch, acknowledge.
 EVENTS_CONSUME = (
@@ -95,6 +100,7 @@ def permissions(user: str) -> dict[str, Any]:
     if user not in SERVICES:
         raise KeyError(f"no bus user {user!r}; users are {', '.join(bus_users())}")
     publish = list(REGISTRY_READ) + (list(EVENTS_PUBLISH) if user == "writes" else [])
+    publish += list(EVENTS_ERASE) if user == "writes" else []
     publish += list(EVENTS_CONSUME) if user == "reindex" else []
     return {
         "publish": {"allow": publish},
