@@ -296,7 +296,7 @@ async def forget_finish(rc: RequestContext, args: ForgetFinishInput) -> ForgetFi
     async with pool.connection() as conn:
         await conn.set_autocommit(True)
         for table in TOUCHED_TABLES:
-            await conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
+            await conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
     await rc.conn.execute(q.MARK_FINISHED, (erasure_id,))
     return ForgetFinishResult(erasure_id=erasure_id, vacuumed=list(TOUCHED_TABLES), events_scanned=scanned,
                               events_deleted=deleted, stream=stream)
