@@ -23,7 +23,12 @@ from forget_helpers import episode, fact, marker_hits, new_marker
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.subjects import EVENTS_STREAM
 from echo_memory.libs.local.cli.audit_commands import admin_session, export_to, import_lines
-from echo_memory.libs.local.supervisor.bus_auth import credentials_file, ensure_credentials, server_config, write_server_config
+from echo_memory.libs.local.supervisor.bus_auth import (
+    credentials_file,
+    ensure_credentials,
+    server_config,
+    write_server_config,
+)
 from echo_memory.libs.local.supervisor.nats import NatsServer
 from echo_memory.libs.local.supervisor.ports import free_port
 from echo_memory.libs.server.bus.auth import connect_options, read_credentials
