@@ -170,7 +170,7 @@ async def _target(conn: psycopg.AsyncConnection, args: ForgetInput) -> _Target:
         raise InvalidArgument(f"'{name}' is an alias of {len(ids)} entities ({', '.join(ids)}); "
                               "use --search and erase the facts one by one")
     names = [r[0] for r in await (await conn.execute(
-        q.ENTITY_NAMES, {"scope_id": scope.scope_id, "entities": ids})).fetchall()]
+        q.ENTITY_NAMES, {"scope_id": scope.scope_id, "entity_ids": ids})).fetchall()]
     return _Target("entity", ids[0], scope.scope_id, scope.scope_name, scope.scope_kind, scope.owner,
                    entities=ids, names=names)
 
@@ -203,13 +203,13 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
         seeds = await _ids(conn, q.SCOPE_FACTS, base)
     elif t.kind == "entity":
         needles = [n for n in t.names if len(n) >= MIN_NEEDLE]
-        seeds = await _ids(conn, q.FACTS_OF_ENTITIES, {**base, "entities": entities, "needles": needles})
+        seeds = await _ids(conn, q.FACTS_OF_ENTITIES, {**base, "entity_ids": entities, "needles": needles})
     else:
         seeds = [t.target_id]
-    facts = await _ids(conn, q.TRIPLES_OF, {**base, "facts": seeds}) if seeds else []
-    texts = [r[0] for r in await (await conn.execute(q.FACT_TEXTS, {**base, "facts": facts})).fetchall()]
+    facts = await _ids(conn, q.TRIPLES_OF, {**base, "fact_ids": seeds}) if seeds else []
+    texts = [r[0] for r in await (await conn.execute(q.FACT_TEXTS, {**base, "fact_ids": facts})).fetchall()]
     needles = sorted({n for n in [*t.names, *texts] if len(n) >= MIN_NEEDLE})
-    p: dict[str, Any] = {**base, "facts": facts, "entities": entities, "needles": needles}
+    p: dict[str, Any] = {**base, "fact_ids": facts, "entity_ids": entities, "needles": needles}
     rows = await (await conn.execute(q.EPISODES, p)).fetchall()
     episodes = [str(r[0]) for r in rows if not r[1]]
     rewritten = [str(r[0]) for r in rows if r[1]]
@@ -226,7 +226,7 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
         "facts": len(facts), "entities": len(entities),
         "entity_aliases": await _count(conn, q.ALIAS_COUNT, p),
         "episodes": len(episodes), "episodes_rewritten": len(rewritten),
-        "episode_distillations": await _count(conn, q.DISTILLATIONS_COUNT, {**p, "episodes": episodes}),
+        "episode_distillations": await _count(conn, q.DISTILLATIONS_COUNT, {**p, "episode_ids": episodes}),
         "reads_blanked": len(reads), "read_results": await _count(conn, q.READ_RESULTS_COUNT, {"items": items}),
         "recall_saves": len(saves), "audit_log": len(audit), "outbox": len(outbox),
         "documents": len(documents), "idempotency": await _count(conn, q.IDEMPOTENCY_COUNT, p),
@@ -240,8 +240,8 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
 async def _erase(conn: psycopg.AsyncConnection, plan: _Plan, t: _Target, erasure_id: str, reason: str) -> None:
     """Delete, blank and tombstone what the plan found, children before the rows they name."""
     p: dict[str, Any] = {
-        "scope_id": t.scope_id, "whole_scope": t.kind == "scope", "facts": plan.facts, "entities": plan.entities,
-        "needles": plan.needles, "episodes": plan.episodes, "rewritten": plan.rewritten, "reads": plan.reads,
+        "scope_id": t.scope_id, "whole_scope": t.kind == "scope", "fact_ids": plan.facts, "entity_ids": plan.entities,
+        "needles": plan.needles, "episode_ids": plan.episodes, "rewritten": plan.rewritten, "reads": plan.reads,
         "items": plan.facts + plan.episodes, "saves": plan.saves, "audit": plan.audit, "outbox": plan.outbox,
         "documents": plan.documents, "erasure_id": erasure_id, "reason": reason,
     }

@@ -1,5 +1,5 @@
 """SQL of erasure (forget.py). Every statement on a scoped table names scope_id; parameters:
-`scope_id`, `facts` / `entities` / `episodes` / `documents` (id arrays), `needles` (texts whose
+`scope_id`, `fact_ids` / `entity_ids` / `episode_ids` / `documents` (id arrays), `needles` (texts whose
 presence marks a row as holding the erased content, compared case-insensitively), `whole_scope`.
 """
 
@@ -22,9 +22,9 @@ SELECT DISTINCT a.entity_id FROM entity_aliases a
 WHERE a.scope_id = %(scope_id)s AND lower(a.alias) = lower(%(name)s)
 """
 ENTITY_NAMES = """
-SELECT e.name FROM entities e WHERE e.scope_id = %(scope_id)s AND e.id = ANY(%(entities)s::uuid[])
+SELECT e.name FROM entities e WHERE e.scope_id = %(scope_id)s AND e.id = ANY(%(entity_ids)s::uuid[])
 UNION
-SELECT a.alias FROM entity_aliases a WHERE a.scope_id = %(scope_id)s AND a.entity_id = ANY(%(entities)s::uuid[])
+SELECT a.alias FROM entity_aliases a WHERE a.scope_id = %(scope_id)s AND a.entity_id = ANY(%(entity_ids)s::uuid[])
 """
 SCOPE_ENTITIES = "SELECT id FROM entities WHERE scope_id = %(scope_id)s"
 
@@ -32,7 +32,7 @@ SCOPE_ENTITIES = "SELECT id FROM entities WHERE scope_id = %(scope_id)s"
 FACTS_OF_ENTITIES = f"""
 SELECT f.id FROM facts f
 WHERE f.scope_id = %(scope_id)s
-  AND (f.source_entity = ANY(%(entities)s::uuid[]) OR f.target_entity = ANY(%(entities)s::uuid[])
+  AND (f.source_entity = ANY(%(entity_ids)s::uuid[]) OR f.target_entity = ANY(%(entity_ids)s::uuid[])
        OR {_HOLDS.format(col="f.text")})
 """
 SCOPE_FACTS = "SELECT id FROM facts WHERE scope_id = %(scope_id)s"
@@ -41,11 +41,11 @@ TRIPLES_OF = """
 SELECT DISTINCT f.id FROM facts f
 JOIN facts k ON k.scope_id = f.scope_id AND k.source_entity = f.source_entity
             AND k.target_entity = f.target_entity AND lower(k.relation) = lower(f.relation)
-WHERE f.scope_id = %(scope_id)s AND k.scope_id = %(scope_id)s AND k.id = ANY(%(facts)s::uuid[])
+WHERE f.scope_id = %(scope_id)s AND k.scope_id = %(scope_id)s AND k.id = ANY(%(fact_ids)s::uuid[])
 ORDER BY f.id
 """
 FACT_TEXTS = """
-SELECT DISTINCT text FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(facts)s::uuid[])
+SELECT DISTINCT text FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(fact_ids)s::uuid[])
 """
 # Episodes holding the content: the write episodes that carried the facts, and every episode whose
 # text holds a needle (or the whole scope). `keep` is true for a write episode some fact still
@@ -53,17 +53,17 @@ SELECT DISTINCT text FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(fac
 EPISODES = f"""
 SELECT e.id,
        e.kind = 'write' AND EXISTS (SELECT 1 FROM facts r WHERE r.scope_id = %(scope_id)s AND r.episode_id = e.id
-                                     AND NOT r.id = ANY(%(facts)s::uuid[])) AS keep
+                                     AND NOT r.id = ANY(%(fact_ids)s::uuid[])) AS keep
 FROM episodes e
 WHERE e.scope_id = %(scope_id)s
   AND (%(whole_scope)s
-       OR e.id IN (SELECT f.episode_id FROM facts f WHERE f.scope_id = %(scope_id)s AND f.id = ANY(%(facts)s::uuid[]))
+       OR e.id IN (SELECT f.episode_id FROM facts f WHERE f.scope_id = %(scope_id)s AND f.id = ANY(%(fact_ids)s::uuid[]))
        OR {_HOLDS.format(col="e.content")})
 ORDER BY e.id
 """
 ALIAS_COUNT = f"""
 SELECT count(*) FROM entity_aliases a
-WHERE a.scope_id = %(scope_id)s AND (a.entity_id = ANY(%(entities)s::uuid[]) OR {_HOLDS.format(col="a.alias")})
+WHERE a.scope_id = %(scope_id)s AND (a.entity_id = ANY(%(entity_ids)s::uuid[]) OR {_HOLDS.format(col="a.alias")})
 """
 # Reads whose results named an erased fact or episode, or whose question holds a needle (or, for a
 # whole scope, asked it): their question text is blanked; the rest of the log stays.
@@ -78,7 +78,7 @@ ORDER BY r.id
 """
 READ_RESULTS_COUNT = "SELECT count(*) FROM read_results WHERE item_id = ANY(%(items)s::uuid[])"
 SAVES = f"""
-SELECT id FROM recall_saves WHERE fact_id = ANY(%(facts)s::uuid[]) OR {_HOLDS.format(col="note")} ORDER BY id
+SELECT id FROM recall_saves WHERE fact_id = ANY(%(fact_ids)s::uuid[]) OR {_HOLDS.format(col="note")} ORDER BY id
 """
 # Audit rows about the erased rows, or whose texts hold a needle, in the scope or org-wide.
 AUDIT_ROWS = f"""
@@ -86,13 +86,13 @@ SELECT a.id FROM audit_log a
 WHERE (a.scope_id = %(scope_id)s OR a.scope_id IS NULL)
   AND NOT coalesce(a.after ? 'erasure_id', false)
   AND ((%(whole_scope)s AND a.scope_id = %(scope_id)s)
-       OR a.fact_id = ANY(%(facts)s::uuid[]) OR a.entity_id = ANY(%(entities)s::uuid[])
+       OR a.fact_id = ANY(%(fact_ids)s::uuid[]) OR a.entity_id = ANY(%(entity_ids)s::uuid[])
        OR {_HOLDS.format(col="a.reason || ' ' || coalesce(a.before::text, '') || ' ' || coalesce(a.after::text, '')")})
 ORDER BY a.id
 """
 OUTBOX_ROWS = f"""
 SELECT o.id FROM outbox o
-WHERE o.payload->>'fact_id' = ANY(%(facts)s::text[]) OR o.payload->>'supersedes' = ANY(%(facts)s::text[])
+WHERE o.payload->>'fact_id' = ANY(%(fact_ids)s::text[]) OR o.payload->>'supersedes' = ANY(%(fact_ids)s::text[])
    OR o.payload->>'save_id' = ANY(%(saves)s::text[]) OR o.payload->>'document_id' = ANY(%(documents)s::text[])
    OR (%(whole_scope)s AND o.payload->>'scope_id' = %(scope_id)s::text)
    OR {_HOLDS.format(col="o.payload::text")}
@@ -102,18 +102,18 @@ DOCUMENTS = f"SELECT d.id FROM documents d WHERE {_HOLDS.format(col='d.content')
 IDEMPOTENCY_COUNT = f"""
 SELECT count(*) FROM idempotency i
 WHERE {_HOLDS.format(col="i.response::text")}
-   OR EXISTS (SELECT 1 FROM unnest(%(facts)s::text[]) AS x(id) WHERE strpos(i.response::text, x.id) > 0)
+   OR EXISTS (SELECT 1 FROM unnest(%(fact_ids)s::text[]) AS x(id) WHERE strpos(i.response::text, x.id) > 0)
 """
 STAGING_COUNT = f"SELECT count(*) FROM import_staging s WHERE {_HOLDS.format(col='s.record::text')}"
 DEFERRED_COUNT = f"""
 SELECT count(*) FROM deferred_mentions d
 WHERE d.scope_id = %(scope_id)s
   AND (%(whole_scope)s OR {_HOLDS.format(col="d.mention || ' ' || d.candidates::text")}
-       OR EXISTS (SELECT 1 FROM unnest(%(entities)s::text[]) AS x(id) WHERE strpos(d.candidates::text, x.id) > 0))
+       OR EXISTS (SELECT 1 FROM unnest(%(entity_ids)s::text[]) AS x(id) WHERE strpos(d.candidates::text, x.id) > 0))
 """
 DISTILLATIONS_COUNT = f"""
 SELECT count(*) FROM episode_distillations d
-WHERE d.episode_id = ANY(%(episodes)s::uuid[]) OR {_HOLDS.format(col="coalesce(d.note, '')")}
+WHERE d.episode_id = ANY(%(episode_ids)s::uuid[]) OR {_HOLDS.format(col="coalesce(d.note, '')")}
 """
 
 # ---- the erasure, in this order (foreign keys: read_results, saves and audit rows before facts,
@@ -134,16 +134,16 @@ DELETE_OUTBOX = "DELETE FROM outbox WHERE id = ANY(%(outbox)s::bigint[])"
 DELETE_IDEMPOTENCY = f"""
 DELETE FROM idempotency i
 WHERE {_HOLDS.format(col="i.response::text")}
-   OR EXISTS (SELECT 1 FROM unnest(%(facts)s::text[]) AS x(id) WHERE strpos(i.response::text, x.id) > 0)
+   OR EXISTS (SELECT 1 FROM unnest(%(fact_ids)s::text[]) AS x(id) WHERE strpos(i.response::text, x.id) > 0)
 """
 DELETE_STAGING = f"DELETE FROM import_staging s WHERE {_HOLDS.format(col='s.record::text')}"
 DELETE_DEFERRED = f"""
 DELETE FROM deferred_mentions d
 WHERE d.scope_id = %(scope_id)s
   AND (%(whole_scope)s OR {_HOLDS.format(col="d.mention || ' ' || d.candidates::text")}
-       OR EXISTS (SELECT 1 FROM unnest(%(entities)s::text[]) AS x(id) WHERE strpos(d.candidates::text, x.id) > 0))
+       OR EXISTS (SELECT 1 FROM unnest(%(entity_ids)s::text[]) AS x(id) WHERE strpos(d.candidates::text, x.id) > 0))
 """
-DELETE_FACTS = "DELETE FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(facts)s::uuid[])"
+DELETE_FACTS = "DELETE FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(fact_ids)s::uuid[])"
 # A write episode that still carries other facts keeps their lines only.
 REWRITE_EPISODES = """
 UPDATE episodes e
@@ -152,18 +152,18 @@ SET content = coalesce((SELECT string_agg(f.text, E'\\n' ORDER BY f.written_at, 
 WHERE e.scope_id = %(scope_id)s AND e.id = ANY(%(rewritten)s::uuid[])
 """
 UNLINK_EPISODES = """
-UPDATE facts SET episode_id = NULL WHERE scope_id = %(scope_id)s AND episode_id = ANY(%(episodes)s::uuid[])
+UPDATE facts SET episode_id = NULL WHERE scope_id = %(scope_id)s AND episode_id = ANY(%(episode_ids)s::uuid[])
 """
 DELETE_DISTILLATIONS = f"""
 DELETE FROM episode_distillations d
-WHERE d.episode_id = ANY(%(episodes)s::uuid[]) OR {_HOLDS.format(col="coalesce(d.note, '')")}
+WHERE d.episode_id = ANY(%(episode_ids)s::uuid[]) OR {_HOLDS.format(col="coalesce(d.note, '')")}
 """
-DELETE_EPISODES = "DELETE FROM episodes WHERE scope_id = %(scope_id)s AND id = ANY(%(episodes)s::uuid[])"
+DELETE_EPISODES = "DELETE FROM episodes WHERE scope_id = %(scope_id)s AND id = ANY(%(episode_ids)s::uuid[])"
 DELETE_ALIASES = f"""
 DELETE FROM entity_aliases a
-WHERE a.scope_id = %(scope_id)s AND (a.entity_id = ANY(%(entities)s::uuid[]) OR {_HOLDS.format(col="a.alias")})
+WHERE a.scope_id = %(scope_id)s AND (a.entity_id = ANY(%(entity_ids)s::uuid[]) OR {_HOLDS.format(col="a.alias")})
 """
-DELETE_ENTITIES = "DELETE FROM entities WHERE scope_id = %(scope_id)s AND id = ANY(%(entities)s::uuid[])"
+DELETE_ENTITIES = "DELETE FROM entities WHERE scope_id = %(scope_id)s AND id = ANY(%(entity_ids)s::uuid[])"
 DELETE_INGESTIONS = "DELETE FROM document_ingestions WHERE document_id = ANY(%(documents)s::uuid[])"
 DELETE_DOCUMENTS = "DELETE FROM documents WHERE id = ANY(%(documents)s::uuid[])"
 INSERT_ERASURE = """
