@@ -70,6 +70,10 @@ VALID: dict[str, dict[str, Any]] = {
                                                            "quote": "because of it"}]},
     "HintIn": {"fact_id": "f-1", "causal_hint": "caused_by", "quote": "because of it"},
     "ClearPostHocInput": {"agent": "echo-distil"},
+    "ForgetInput": {"fact_id": "f-1", "entity": "Dana Whitlock", "in_scope": "shared", "scope": "ops", "search": "Dana",
+                    "reason": "deletion request", "ref": "DSR-1", "by": "dpo"},
+    "ForgetFinishInput": {"erasure_id": "e-1"},
+    "ForgetLogInput": {},
 }
 
 
