@@ -31,6 +31,7 @@ from psycopg.types.json import Jsonb
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
 from echo_memory.libs.core.contracts.forget import (
+    MAX_IDS_SHOWN,
     Candidate,
     ErasureEntry,
     ForgetFinishInput,
@@ -128,8 +129,11 @@ async def forget(conn: psycopg.AsyncConnection, caller: Caller, args: ForgetInpu
             "reason": args.reason, "ref": args.ref, "kind": target.kind, "target_id": target.target_id,
             "scope_id": target.scope_id, "counts": Jsonb(plan.counts), "erased_ids": Jsonb(plan.ids()),
         })
+    ids = plan.ids()
     return ForgetResult(dry_run=not args.confirm, target_kind=target.kind, scope=target.scope_name,
-                        erasure_id=erasure_id, counts=plan.counts, ids=plan.ids(), graph_mirror=graph)
+                        erasure_id=erasure_id, counts=plan.counts, graph_mirror=graph,
+                        ids={kind: found[:MAX_IDS_SHOWN] for kind, found in ids.items()},
+                        ids_truncated=[kind for kind, found in ids.items() if len(found) > MAX_IDS_SHOWN])
 
 
 async def _search(conn: psycopg.AsyncConnection, term: str) -> ForgetResult:

@@ -130,11 +130,17 @@ async def test_entity_erasure_takes_its_aliases_and_every_fact_touching_it(handl
          fact("Berlin", name, "is home of", "Berlin is where the person lives."),
          fact("Billing API", "Postgres", "stores data in", "The billing API stores data in Postgres.")]))
     assert result["stored"], result
+    await handlers.admin_call("writes", "import_episodes", {"episodes": [
+        {"content": f"user: who is {name.upper()}? assistant: a customer.", "session_id": "chat-2", "seq": 0}]})
+    await handlers.admin_call("writes", "register_documents", {"project": "crm", "documents": [
+        {"path": "customers.md", "content": f"# Customers\n- {name}\n"}]})
     assert "entities.name" in await marker_hits(handlers.conn, marker)
     assert "entity_aliases.alias" in await marker_hits(handlers.conn, marker)
 
     dry = await handlers.admin_call("writes", "forget", {"entity": f"zed {marker}"})  # an alias, any case
     assert dry["counts"]["facts"] == 2 and dry["counts"]["entities"] == 1 and dry["counts"]["entity_aliases"] == 1
+    assert dry["counts"]["episodes"] == 1 and dry["counts"]["documents"] == 1  # the turn naming it
+    assert dry["counts"]["episodes_rewritten"] == 1  # the write also carried the billing fact
     await handlers.admin_call("writes", "forget", {"entity": name, "confirm": True, "reason": "erasure request"})
     assert await marker_hits(handlers.conn, marker) == {}
     assert await rows(handlers, "SELECT count(*) FROM facts") == [(1,)]
@@ -214,3 +220,4 @@ async def test_only_the_admin_may_erase(handlers: Handlers) -> None:
         with pytest.raises(ScopeDenied):
             await handlers.call(agent(handlers.org, "ci-bot"), "writes", verb, args)
     assert await content_hash(handlers.conn) == before
+

@@ -201,3 +201,52 @@ async def test_erasure_reaches_the_stream_old_tuples_statistics_and_exports(
     assert code == 0, err
     assert done["erasure_id"] in out and "DSR-9" in out and "dpo" in out and marker not in out
     assert "not finished" not in out
+
+
+async def test_restore_of_an_export_taken_before_a_scope_erasure_brings_nothing_back(stack: EchoStack) -> None:
+    marker = new_marker()
+    await stack.admin_call("writes", "scope_create", {"name": "team-x"})
+    token = stack.issue_token("claude-code", read=["shared", "team-x"], write=["shared", "team-x"])
+    await write(stack, token, episode([("Vault", "service"), ("Root token", "secret")], [
+        fact("Vault", "Root token", "unsealed with", f"Vault was unsealed with token {marker}.")], scope="team-x"))
+    await stack.admin_call("writes", "import_episodes", {"scope": "team-x", "episodes": [
+        {"content": f"the vault note says {marker}", "session_id": "x", "seq": 0}]})
+    settings = Settings(org=stack.org, nats_url=stack.nats_url)
+    before = await export_text(settings, scope="team-x")
+    assert marker in before
+
+    code, out, err = await cli_open(stack, "forget", "--scope", "team-x", "--confirm", "--reason", "team dissolved",
+                                    "--ref", "OPS-4")
+    assert code == 0, err
+    assert "erased (erasure" in out and "vacuumed" in out
+    async with await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True) as conn:
+        assert await marker_hits(conn, marker) == {}
+
+    async with admin_session(settings) as call:
+        result = await import_lines(call, [json.loads(line) for line in before.splitlines()], scope="team-x-restored",
+                                    progress=None, timeout=60)
+    # Nothing of the scope but its tombstoned audit trail comes back, and no byte of the marker.
+    assert result.erased_skipped >= 5 and result.erased_redacted >= 3
+    assert (result.counts["fact"], result.counts["episode"], result.counts["entity"]) == (0, 0, 0)
+    async with await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True) as conn:
+        assert await marker_hits(conn, marker) == {}
+        restored = await (await conn.execute(
+            "SELECT count(*) FROM audit_log a JOIN scopes s ON s.id = a.scope_id WHERE s.name = 'team-x-restored'"
+        )).fetchone()
+        assert restored is not None and restored[0] >= 3
+
+    # Bad input over the CLI: one line naming the typed error, exit 1, nothing changed.
+    code, out, err = await cli_open(stack, "forget", "--fact", "00000000-0000-0000-0000-000000000000",
+                                    "--confirm", "--reason", "r")
+    assert code == 1 and "not_found" in err, (out, err)
+    code, out, err = await cli_open(stack, "forget", "--entity", "", "--confirm", "--reason", "r")
+    assert code == 1 and "invalid_argument" in err, (out, err)
+
+
+async def cli_open(stack: EchoStack, *args: str) -> tuple[int, str, str]:
+    """The CLI on the open test bus (no credentials)."""
+    env = {**os.environ, "ECHO_MEMORY_NATS_URL": stack.nats_url, "ECHO_MEMORY_ORG": stack.org}
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "echo_memory.libs.local.cli", *args, env=env,
+                                                cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()

@@ -15,6 +15,8 @@ from pydantic import BaseModel, Field
 from echo_memory.libs.core.contracts.common import StrictModel
 
 TargetKind = Literal["fact", "entity", "scope"]
+# Ids listed per kind in one answer, so a whole scope's erasure still fits in one bus message.
+MAX_IDS_SHOWN = 1000
 
 
 class ForgetInput(StrictModel):
@@ -53,7 +55,11 @@ class ForgetResult(BaseModel):
     scope: str | None = None
     erasure_id: str | None = Field(None, description="the erasure log's id; None for a dry run or a search")
     counts: dict[str, int] = Field(default_factory=dict, description="rows per table (deleted or tombstoned)")
-    ids: dict[str, list[str]] = Field(default_factory=dict, description="ids per kind of row")
+    ids: dict[str, list[str]] = Field(default_factory=dict, description="ids per kind of row (see ids_truncated)")
+    ids_truncated: list[str] = Field(
+        default_factory=list,
+        description="kinds whose id list holds only the first MAX_IDS_SHOWN ids (counts are always complete; "
+                    "the erasure log keeps every id)")
     graph_mirror: str = Field("", description="what happened to the AGE graph mirror")
     candidates: list[Candidate] = Field(default_factory=list, description="--search only")
 

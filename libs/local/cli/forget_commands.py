@@ -102,7 +102,8 @@ def _print(result: ForgetResult, finished: ForgetFinishResult | None) -> None:
     for table, count in result.counts.items():
         if count:
             ids = result.ids.get(table, [])
-            print(f"  {table:<22} {count:>6}" + (f"  {' '.join(ids)}" if ids else ""))
+            more = f" (first {len(ids)} of {count} ids shown; --json has the same)" if table in result.ids_truncated else ""
+            print(f"  {table:<22} {count:>6}" + (f"  {' '.join(ids)}" if ids else "") + more)
     if result.graph_mirror:
         print(f"  graph mirror: {result.graph_mirror}")
     if finished is not None:
