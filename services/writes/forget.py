@@ -17,6 +17,7 @@ may be called again for the same erasure.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import uuid
@@ -80,6 +81,7 @@ class _Plan:
     needles: list[str]
     episodes: list[str]  # deleted
     rewritten: list[str]  # write episodes that keep other facts' lines
+    turns: list[str]  # turn_hash of each deleted imported turn
     reads: list[str]
     saves: list[str]
     audit: list[int]
@@ -92,8 +94,13 @@ class _Plan:
             "facts": self.facts, "entities": self.entities, "episodes": self.episodes,
             "episodes_rewritten": self.rewritten, "reads_blanked": self.reads, "recall_saves": self.saves,
             "audit_log": [str(i) for i in self.audit], "outbox": [str(i) for i in self.outbox],
-            "documents": self.documents,
+            "documents": self.documents, "turn_hashes": self.turns,
         }
+
+
+def turn_hash(source: str, external_id: str) -> str:
+    """An imported turn's origin as the erasure log keeps it: a digest of (source, external_id), no text."""
+    return hashlib.sha256(f"{source}\n{external_id}".encode()).hexdigest()
 
 
 async def forget(conn: psycopg.AsyncConnection, caller: Caller, args: ForgetInput) -> ForgetResult:
@@ -216,6 +223,7 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
     p: dict[str, Any] = {**base, "fact_ids": facts, "entity_ids": entities, "needles": needles}
     rows = await (await conn.execute(q.EPISODES, p)).fetchall()
     episodes = [str(r[0]) for r in rows if not r[1]]
+    turns = sorted(turn_hash(r[2], r[3]) for r in rows if not r[1] and r[2] is not None and r[3] is not None)
     rewritten = [str(r[0]) for r in rows if r[1]]
     items = facts + episodes
     public = SOLO if t.scope_kind == "solo" else t.scope_name
@@ -237,7 +245,7 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
         "import_staging": await _count(conn, q.STAGING_COUNT, p),
         "deferred_mentions": await _count(conn, q.DEFERRED_COUNT, p),
     }
-    return _Plan(facts=facts, entities=entities, needles=needles, episodes=episodes, rewritten=rewritten,
+    return _Plan(facts=facts, entities=entities, needles=needles, episodes=episodes, rewritten=rewritten, turns=turns,
                  reads=reads, saves=saves, audit=audit, outbox=outbox, documents=documents, counts=counts)
 
 

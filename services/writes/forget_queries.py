@@ -49,11 +49,13 @@ SELECT DISTINCT text FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(fac
 """
 # Episodes holding the content: the write episodes that carried the facts, and every episode whose
 # text holds a needle (or the whole scope). `keep` is true for a write episode some fact still
-# names: its text is rewritten from those facts instead of deleted.
+# names: its text is rewritten from those facts instead of deleted. An imported turn's origin
+# (source, external_id) comes along so the log can name it by hash.
 EPISODES = f"""
 SELECT e.id,
        e.kind = 'write' AND EXISTS (SELECT 1 FROM facts r WHERE r.scope_id = %(scope_id)s AND r.episode_id = e.id
-                                     AND NOT r.id = ANY(%(fact_ids)s::uuid[])) AS keep
+                                     AND NOT r.id = ANY(%(fact_ids)s::uuid[])) AS keep,
+       e.metadata->>'source', e.metadata->>'external_id'
 FROM episodes e
 WHERE e.scope_id = %(scope_id)s
   AND (%(whole_scope)s

@@ -14,6 +14,7 @@ from forget_helpers import content_hash, episode, fact, marker_hits, new_marker
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import EchoError, InvalidArgument, NotFound, ScopeDenied
 from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.writes.forget import turn_hash
 
 LEXICAL_RECOMPUTED = """
 SELECT 'facts', count(*), coalesce(sum(tsv_length), 0) FROM facts WHERE scope_id = %(s)s
@@ -63,7 +64,8 @@ async def seed(handlers: Handlers, marker: str) -> dict[str, Any]:
         [fact("Dana Whitlock", "Home address", "lives at", f"Dana Whitlock moved to {marker} Quay Street.")]))
     fact_id = second["edges_created"][0]["fact_id"]
     await handlers.admin_call("writes", "import_episodes", {"episodes": [
-        {"content": f"user: where does Dana live? assistant: {text1}", "session_id": "chat-1", "seq": 0},
+        {"content": f"user: where does Dana live? assistant: {text1}", "session_id": "chat-1", "seq": 0,
+         "source": "claude-code", "external_id": "claude-code:conv-1:m-1"},
         {"content": "user: which database does billing use? assistant: Postgres.", "session_id": "chat-1", "seq": 1},
     ]})
     await handlers.admin_call("writes", "register_documents", {"project": "crm", "documents": [
@@ -91,6 +93,8 @@ async def test_fact_erasure_leaves_no_byte_of_it_in_any_table(handlers: Handlers
     assert sorted(dry["ids"]["facts"]) == sorted([ids["fact_id"], ids["first"]])  # every version of the triple
     assert dry["counts"]["facts"] == 2 and dry["counts"]["documents"] == 1 and dry["counts"]["recall_saves"] == 1
     assert dry["counts"]["episodes_rewritten"] == 1  # the first write also carried the billing fact
+    # The imported turn is named in the log by its origin's digest only, so the log holds no text.
+    assert dry["ids"]["turn_hashes"] == [turn_hash("claude-code", "claude-code:conv-1:m-1")]
     assert await content_hash(handlers.conn) == before  # a dry run changes nothing
 
     done = await handlers.admin_call("writes", "forget", {
