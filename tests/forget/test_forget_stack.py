@@ -87,9 +87,10 @@ async def cli(stack: EchoStack, home: Path, *args: str) -> tuple[int, str, str]:
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-async def stream_messages(stack: EchoStack, home: Path) -> list[bytes]:
-    """Every message ECHO_EVENTS holds (read as the admin user, sequence by sequence)."""
-    nc = await nats.connect(stack.nats_url, **connect_options(read_credentials(credentials_file(home, "admin"))))
+async def stream_messages(stack: EchoStack, home: Path | None) -> list[bytes]:
+    """Every message ECHO_EVENTS holds (as the admin user on the authenticated bus), sequence by sequence."""
+    credentials = read_credentials(credentials_file(home, "admin")) if home is not None else None
+    nc = await nats.connect(stack.nats_url, **connect_options(credentials))
     try:
         js = nc.jetstream()
         info = await js.stream_info(EVENTS_STREAM)
@@ -104,7 +105,7 @@ async def stream_messages(stack: EchoStack, home: Path) -> list[bytes]:
         await nc.close()
 
 
-async def wait_for_events(stack: EchoStack, home: Path, fact_ids: list[str]) -> None:
+async def wait_for_events(stack: EchoStack, home: Path | None, fact_ids: list[str]) -> None:
     for _ in range(100):
         data = b"\n".join(await stream_messages(stack, home))
         if all(f.encode() in data for f in fact_ids):
@@ -207,8 +208,9 @@ async def test_restore_of_an_export_taken_before_a_scope_erasure_brings_nothing_
     marker = new_marker()
     await stack.admin_call("writes", "scope_create", {"name": "team-x"})
     token = stack.issue_token("claude-code", read=["shared", "team-x"], write=["shared", "team-x"])
-    await write(stack, token, episode([("Vault", "service"), ("Root token", "secret")], [
+    written = await write(stack, token, episode([("Vault", "service"), ("Root token", "secret")], [
         fact("Vault", "Root token", "unsealed with", f"Vault was unsealed with token {marker}.")], scope="team-x"))
+    await wait_for_events(stack, None, [written["edges_created"][0]["fact_id"]])
     await stack.admin_call("writes", "import_episodes", {"scope": "team-x", "episodes": [
         {"content": f"the vault note says {marker}", "session_id": "x", "seq": 0}]})
     settings = Settings(org=stack.org, nats_url=stack.nats_url)
@@ -221,6 +223,10 @@ async def test_restore_of_an_export_taken_before_a_scope_erasure_brings_nothing_
     assert "erased (erasure" in out and "vacuumed" in out
     async with await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True) as conn:
         assert await marker_hits(conn, marker) == {}
+        team = await (await conn.execute("SELECT id::text FROM scopes WHERE name = 'team-x'")).fetchone()
+    assert team is not None
+    # Every event of the erased scope is gone from the stream.
+    assert not [m for m in await stream_messages(stack, None) if team[0].encode() in m]
 
     async with admin_session(settings) as call:
         result = await import_lines(call, [json.loads(line) for line in before.splitlines()], scope="team-x-restored",
