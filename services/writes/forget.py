@@ -272,8 +272,13 @@ async def _erase_graph(conn: psycopg.AsyncConnection, t: _Target, plan: _Plan) -
         await conn.execute(statement)
     if await (await conn.execute(q.AGE_GRAPH_EXISTS)).fetchone() is None:
         return "no graph mirror yet"
-    await conn.execute(q.AGE_DELETE_FACT_EDGES, (json.dumps({"ids": plan.facts}),))
-    await conn.execute(q.AGE_DELETE_ENTITIES, (json.dumps({"ids": plan.entities}),))
+    if t.kind == "scope":
+        await conn.execute(q.AGE_DELETE_SCOPE, (json.dumps({"scope": t.scope_name}),))
+        return f"every vertex and edge of scope '{t.scope_name}' removed"
+    for fact_id in plan.facts:
+        await conn.execute(q.AGE_DELETE_FACT_EDGE, (json.dumps({"id": fact_id}),))
+    for entity_id in plan.entities:
+        await conn.execute(q.AGE_DELETE_ENTITY, (json.dumps({"id": entity_id}),))
     return f"{len(plan.facts)} edges and {len(plan.entities)} vertices removed"
 
 

@@ -198,13 +198,19 @@ MARK_FINISHED = "UPDATE erasures SET finished_at = now() WHERE id = %s"
 AGE_INSTALLED = "SELECT 1 FROM pg_extension WHERE extname = 'age'"
 AGE_GRAPH_EXISTS = "SELECT 1 FROM ag_catalog.ag_graph WHERE name = 'echo_memory'"
 AGE_SESSION = ("SELECT 'null'::ag_catalog.agtype", 'SET LOCAL search_path = ag_catalog, "$user", public')
-AGE_DELETE_FACT_EDGES = """
+# The statements follow services/reindex/graph_mirror.py's (map patterns bound to one agtype parameter).
+AGE_DELETE_FACT_EDGE = """
 SELECT * FROM ag_catalog.cypher('echo_memory', $$
-  MATCH ()-[r:FACT]->() WHERE r.id IN $ids DELETE r RETURN count(*)
+  MATCH ()-[r:FACT {id: $id}]->() DELETE r
+$$, %s) AS (r ag_catalog.agtype)
+"""
+AGE_DELETE_ENTITY = """
+SELECT * FROM ag_catalog.cypher('echo_memory', $$
+  MATCH (n:Entity {id: $id}) DETACH DELETE n
 $$, %s) AS (n ag_catalog.agtype)
 """
-AGE_DELETE_ENTITIES = """
+AGE_DELETE_SCOPE = """
 SELECT * FROM ag_catalog.cypher('echo_memory', $$
-  MATCH (n:Entity) WHERE n.id IN $ids DETACH DELETE n RETURN count(*)
+  MATCH (n:Entity {scope: $scope}) DETACH DELETE n
 $$, %s) AS (n ag_catalog.agtype)
 """

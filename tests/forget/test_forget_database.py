@@ -101,6 +101,7 @@ async def test_fact_erasure_leaves_no_byte_of_it_in_any_table(handlers: Handlers
         "fact_id": ids["fact_id"], "confirm": True, "reason": "data subject request", "ref": "DSR-17", "by": "dpo"})
     assert done["dry_run"] is False and done["erasure_id"]
     assert done["counts"] == dry["counts"]
+    assert done["graph_mirror"] == "no graph mirror (the database has no AGE)"  # the embedded database
     assert await marker_hits(handlers.conn, marker) == {}
 
     # What was not erased is still there, and still found.
