@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,8 +47,6 @@ from echo_memory.libs.server.service.context import RequestContext
 from echo_memory.libs.server.store import access
 from echo_memory.libs.server.store.access import SOLO
 from echo_memory.services.writes import forget_queries as q
-
-log = logging.getLogger(__name__)
 
 ERASE = "erase memory"
 SEARCH_LIMIT = 200
@@ -312,8 +309,11 @@ async def forget_finish(rc: RequestContext, args: ForgetFinishInput) -> ForgetFi
     pool = await rc.service.databases.pool(rc.org)
     async with pool.connection() as conn:
         await conn.set_autocommit(True)
-        for table in TOUCHED_TABLES:
-            await conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+        try:
+            for table in TOUCHED_TABLES:
+                await conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+        finally:
+            await conn.set_autocommit(False)  # the pool hands this connection to the next request as it was
     await rc.conn.execute(q.MARK_FINISHED, (erasure_id,))
     return ForgetFinishResult(erasure_id=erasure_id, vacuumed=list(TOUCHED_TABLES), events_scanned=scanned,
                               events_deleted=deleted, stream=stream)
