@@ -118,7 +118,9 @@ def _apply(r: Any, e: ErasedIds, kept_lines: dict[str, list[tuple[Any, str, str]
             return r
         erasure_id, reason = why
         return r.model_copy(update={
-            "before": None, "fact_id": None, "entity_id": None, "reason": f"erased by {erasure_id}: {reason}",
+            "before": None, "reason": f"erased by {erasure_id}: {reason}",
+            "fact_id": None if r.fact_id in e.facts else r.fact_id,
+            "entity_id": None if r.entity_id in e.entities else r.entity_id,
             "after": {"erasure_id": erasure_id, "fact_id": r.fact_id, "entity_id": r.entity_id},
         })
     return r

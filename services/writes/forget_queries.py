@@ -124,12 +124,14 @@ BLANK_READS = "UPDATE reads SET query = NULL WHERE id = ANY(%(reads)s::uuid[])"
 DELETE_READ_RESULTS = "DELETE FROM read_results WHERE item_id = ANY(%(items)s::uuid[])"
 DELETE_SAVES = "DELETE FROM recall_saves WHERE id = ANY(%(saves)s::uuid[])"
 # The tombstone keeps the row's id, time, kind and actor; its texts become the erasure's reason.
+# Links to rows that stay (a fact or entity whose audit text merely named the erased content) stay.
 TOMBSTONE_AUDIT = """
 UPDATE audit_log
 SET before = NULL,
     after = jsonb_build_object('erasure_id', %(erasure_id)s::text, 'fact_id', fact_id, 'entity_id', entity_id),
     reason = 'erased by ' || %(erasure_id)s::text || ': ' || %(reason)s,
-    fact_id = NULL, entity_id = NULL
+    fact_id = CASE WHEN fact_id = ANY(%(fact_ids)s::uuid[]) THEN NULL ELSE fact_id END,
+    entity_id = CASE WHEN entity_id = ANY(%(entity_ids)s::uuid[]) THEN NULL ELSE entity_id END
 WHERE id = ANY(%(audit)s::bigint[])
 """
 DELETE_OUTBOX = "DELETE FROM outbox WHERE id = ANY(%(outbox)s::bigint[])"
