@@ -226,3 +226,19 @@ async def test_only_the_admin_may_erase(handlers: Handlers) -> None:
             await handlers.call(agent(handlers.org, "ci-bot"), "writes", verb, args)
     assert await content_hash(handlers.conn) == before
 
+
+
+async def test_an_erased_turn_is_not_imported_again(handlers: Handlers) -> None:
+    marker = new_marker()
+    ids = await seed(handlers, marker)
+    await handlers.admin_call("writes", "forget", {"fact_id": ids["fact_id"], "confirm": True, "reason": "request"})
+    assert await marker_hits(handlers.conn, marker) == {}
+    # `echo-memory import --watch` reads the agent's history file again: the same turn, the same origin.
+    again = await handlers.admin_call("writes", "import_episodes", {"episodes": [
+        {"content": f"user: where does Dana live? assistant: Dana Whitlock lives at {marker} Harbour Road.",
+         "session_id": "chat-1", "seq": 0, "source": "claude-code", "external_id": "claude-code:conv-1:m-1"},
+        {"content": "user: and the weather? assistant: sunny.", "session_id": "chat-1", "seq": 2,
+         "source": "claude-code", "external_id": "claude-code:conv-1:m-3"}]})
+    assert (again["imported"], again["erased"], again["already"]) == (1, 1, 0)
+    assert again["episode_ids"][0] == "" and again["episode_ids"][1]
+    assert await marker_hits(handlers.conn, marker) == {}
