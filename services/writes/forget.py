@@ -79,6 +79,7 @@ class _Plan:
     episodes: list[str]  # deleted
     rewritten: list[str]  # write episodes that keep other facts' lines
     turns: list[str]  # turn_hash of each deleted imported turn
+    document_hashes: list[str]  # content hashes of the deleted document versions
     reads: list[str]
     saves: list[str]
     audit: list[int]
@@ -91,7 +92,7 @@ class _Plan:
             "facts": self.facts, "entities": self.entities, "episodes": self.episodes,
             "episodes_rewritten": self.rewritten, "reads_blanked": self.reads, "recall_saves": self.saves,
             "audit_log": [str(i) for i in self.audit], "outbox": [str(i) for i in self.outbox],
-            "documents": self.documents, "turn_hashes": self.turns,
+            "documents": self.documents, "turn_hashes": self.turns, "document_hashes": self.document_hashes,
         }
 
 
@@ -228,7 +229,9 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
                                        "owner": t.owner if t.scope_kind == "solo" else None})
     saves = await _ids(conn, q.SAVES, p)
     audit = [int(r[0]) for r in await (await conn.execute(q.AUDIT_ROWS, p)).fetchall()]
-    documents = await _ids(conn, q.DOCUMENTS, p)
+    found = await (await conn.execute(q.DOCUMENTS, p)).fetchall()
+    documents = [str(r[0]) for r in found]
+    document_hashes = sorted({r[1] for r in found})
     outbox = [int(r[0]) for r in await (await conn.execute(
         q.OUTBOX_ROWS, {**p, "saves": saves, "documents": documents})).fetchall()]
     counts = {
@@ -243,7 +246,8 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
         "deferred_mentions": await _count(conn, q.DEFERRED_COUNT, p),
     }
     return _Plan(facts=facts, entities=entities, needles=needles, episodes=episodes, rewritten=rewritten, turns=turns,
-                 reads=reads, saves=saves, audit=audit, outbox=outbox, documents=documents, counts=counts)
+                 document_hashes=document_hashes, reads=reads, saves=saves, audit=audit, outbox=outbox,
+                 documents=documents, counts=counts)
 
 
 async def _erase(conn: psycopg.AsyncConnection, plan: _Plan, t: _Target, erasure_id: str, reason: str) -> None:

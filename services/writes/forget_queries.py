@@ -100,7 +100,7 @@ WHERE o.payload->>'fact_id' = ANY(%(fact_ids)s::text[]) OR o.payload->>'supersed
    OR {_HOLDS.format(col="o.payload::text")}
 ORDER BY o.id
 """
-DOCUMENTS = f"SELECT d.id FROM documents d WHERE {_HOLDS.format(col='d.content')} ORDER BY d.id"
+DOCUMENTS = f"SELECT d.id, d.content_hash FROM documents d WHERE {_HOLDS.format(col='d.content')} ORDER BY d.id"
 IDEMPOTENCY_COUNT = f"""
 SELECT count(*) FROM idempotency i
 WHERE {_HOLDS.format(col="i.response::text")}

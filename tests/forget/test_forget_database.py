@@ -242,3 +242,16 @@ async def test_an_erased_turn_is_not_imported_again(handlers: Handlers) -> None:
     assert (again["imported"], again["erased"], again["already"]) == (1, 1, 0)
     assert again["episode_ids"][0] == "" and again["episode_ids"][1]
     assert await marker_hits(handlers.conn, marker) == {}
+
+
+async def test_erased_document_content_is_not_registered_again(handlers: Handlers) -> None:
+    marker = new_marker()
+    ids = await seed(handlers, marker)
+    await handlers.admin_call("writes", "forget", {"fact_id": ids["fact_id"], "confirm": True, "reason": "request"})
+    # `docs sync` reads the unchanged file again; once edited, it is registered as usual.
+    again = await handlers.admin_call("writes", "register_documents", {"project": "crm", "documents": [
+        {"path": "people.md", "content": f"# People\nDana Whitlock lives at {marker} Harbour Road.\n"},
+        {"path": "people-2.md", "content": "# People\nnobody\n"}]})
+    assert [d["status"] for d in again["documents"]] == ["refused", "new"]
+    assert "erased" in again["documents"][0]["reason"]
+    assert await marker_hits(handlers.conn, marker) == {}
