@@ -5,8 +5,12 @@ presence marks a row as holding the erased content, compared case-insensitively)
 
 from echo_memory.libs.server.store.scopes import SCOPE_WRITE_LOCK as SCOPE_WRITE_LOCK
 
-# A needle test on a text expression, spelled out per column so no statement is assembled at run time.
-_HOLDS = "EXISTS (SELECT 1 FROM unnest(%(needles)s::text[]) AS n(t) WHERE strpos(lower({col}), lower(n.t)) > 0)"
+# A needle test on a text expression, spelled out per column so no statement is assembled at run time:
+# the needle as whole words, any case (every character but letters, digits and spaces escaped), so
+# erasing "Ann" leaves "the annual report" alone.
+_HOLDS = r"""EXISTS (SELECT 1 FROM unnest(%(needles)s::text[]) AS n(t)
+        WHERE {col} ~* ('(^|[^[:alnum:]_])' || regexp_replace(n.t, '([^[:alnum:][:space:]])', '\\\1', 'g')
+                        || '($|[^[:alnum:]_])'))"""
 
 SCOPE_BY_NAME = "SELECT id, name, kind, owner_agent FROM scopes WHERE name = %s"
 # A fact by its id: the row tells which scope it is in (the admin names facts org-wide).

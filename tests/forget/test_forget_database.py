@@ -255,3 +255,19 @@ async def test_erased_document_content_is_not_registered_again(handlers: Handler
     assert [d["status"] for d in again["documents"]] == ["refused", "new"]
     assert "erased" in again["documents"][0]["reason"]
     assert await marker_hits(handlers.conn, marker) == {}
+
+
+async def test_a_name_matches_whole_words_only(handlers: Handlers) -> None:
+    who = agent(handlers.org)
+    await handlers.call(who, "writes", "write_episode", episode(
+        [("Ann", "person"), ("Acme", "company"), ("Finance", "team"), ("Report", "document")],
+        [fact("Ann", "Acme", "works at", "Ann works at Acme."),
+         fact("Finance", "Report", "publishes", "Finance publishes the annual report; see ANN-42 and Ann's notes.")]))
+    await handlers.admin_call("writes", "import_episodes", {"episodes": [
+        {"content": "the annual planning starts in May", "session_id": "p", "seq": 0},
+        {"content": "ask ann about the contract", "session_id": "p", "seq": 1}]})
+    dry = await handlers.admin_call("writes", "forget", {"entity": "Ann"})
+    # Both facts name Ann as a word ("Ann's", "ANN-42"); "annual" does not, so that turn stays.
+    assert dry["counts"]["facts"] == 2 and dry["counts"]["episodes"] == 2  # the write episode and "ask ann"
+    await handlers.admin_call("writes", "forget", {"entity": "Ann", "confirm": True, "reason": "request"})
+    assert await rows(handlers, "SELECT content FROM episodes") == [("the annual planning starts in May",)]
