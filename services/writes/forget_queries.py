@@ -104,6 +104,16 @@ WHERE o.payload->>'fact_id' = ANY(%(fact_ids)s::text[]) OR o.payload->>'supersed
    OR {_HOLDS.format(col="o.payload::text")}
 ORDER BY o.id
 """
+# Consolidation's entity digests quote their member facts: every version of a digest about an
+# erased entity, holding an erased fact or quoting the text goes (the next run builds it again).
+DIGESTS = f"""
+SELECT d.id FROM digests d
+WHERE d.scope_id = %(scope_id)s
+  AND (%(whole_scope)s OR d.subject_id = ANY(%(entity_ids)s::uuid[]) OR d.member_ids && %(fact_ids)s::uuid[]
+       OR {_HOLDS.format(col="d.summary")})
+ORDER BY d.id
+"""
+TIER_MOVES_COUNT = "SELECT count(*) FROM tier_moves WHERE fact_id = ANY(%(fact_ids)s::uuid[])"
 DOCUMENTS = f"SELECT d.id, d.content_hash FROM documents d WHERE {_HOLDS.format(col='d.content')} ORDER BY d.id"
 IDEMPOTENCY_COUNT = f"""
 SELECT count(*) FROM idempotency i
@@ -151,6 +161,8 @@ WHERE d.scope_id = %(scope_id)s
   AND (%(whole_scope)s OR {_HOLDS.format(col="d.mention || ' ' || d.candidates::text")}
        OR EXISTS (SELECT 1 FROM unnest(%(entity_ids)s::text[]) AS x(id) WHERE strpos(d.candidates::text, x.id) > 0))
 """
+DELETE_TIER_MOVES = "DELETE FROM tier_moves WHERE fact_id = ANY(%(fact_ids)s::uuid[])"
+DELETE_DIGESTS = "DELETE FROM digests WHERE scope_id = %(scope_id)s AND id = ANY(%(digests)s::uuid[])"
 DELETE_FACTS = "DELETE FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(fact_ids)s::uuid[])"
 # A write episode that still carries other facts keeps their lines only.
 REWRITE_EPISODES = """

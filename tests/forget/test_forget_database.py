@@ -271,3 +271,26 @@ async def test_a_name_matches_whole_words_only(handlers: Handlers) -> None:
     assert dry["counts"]["facts"] == 2 and dry["counts"]["episodes"] == 2  # the write episode and "ask ann"
     await handlers.admin_call("writes", "forget", {"entity": "Ann", "confirm": True, "reason": "request"})
     assert await rows(handlers, "SELECT content FROM episodes") == [("the annual planning starts in May",)]
+
+
+async def test_consolidation_digests_and_tier_moves_go_with_the_facts(handlers: Handlers) -> None:
+    marker = new_marker()
+    who = agent(handlers.org)
+    await handlers.call(who, "writes", "write_episode", episode(
+        [("Dana Whitlock", "person"), ("Home address", "place"), ("Acme", "company"), ("Berlin", "city")],
+        [fact("Dana Whitlock", "Home address", "lives at", f"Dana Whitlock lives at {marker} Harbour Road."),
+         fact("Dana Whitlock", "Acme", "works at", "Dana Whitlock works at Acme."),
+         fact("Dana Whitlock", "Berlin", "was born in", "Dana Whitlock was born in Berlin.")]))
+    # Old enough for the policy to move it out of the hot tier, so the run records a tier move.
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days', "
+                                "t_valid = now() - interval '200 days'")
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    hits = await marker_hits(handlers.conn, marker)
+    assert "digests.summary" in hits, hits  # the digest quotes the fact
+    assert (await rows(handlers, "SELECT count(*) FROM tier_moves"))[0][0] > 0
+
+    done = await handlers.admin_call("writes", "forget", {"entity": "Dana Whitlock", "confirm": True,
+                                                          "reason": "request"})
+    assert done["counts"]["digests"] >= 1 and done["counts"]["tier_moves"] >= 1
+    assert await marker_hits(handlers.conn, marker) == {}
+    assert await rows(handlers, "SELECT count(*) FROM tier_moves") == [(0,)]
