@@ -161,10 +161,10 @@ async def test_scope_erasure_empties_the_scope_and_nothing_else(handlers: Handle
     who = agent(handlers.org)
     await handlers.admin_call("writes", "scope_create", {"name": "team-x"})
     await handlers.call(who, "writes", "write_episode", episode(
-        [("Vault", "service"), ("Root token", "secret")],
-        [fact("Vault", "Root token", "unsealed with", f"Vault was unsealed with token {marker}.")], scope="team-x"))
+        [("Vault", "service"), ("Runbook", "document")],
+        [fact("Vault", "Runbook", "is described in", f"Vault is described in runbook {marker} of team X.")], scope="team-x"))
     await handlers.admin_call("writes", "import_episodes", {"scope": "team-x", "episodes": [
-        {"content": f"the vault note says {marker}", "session_id": "x", "seq": 0}]})
+        {"content": f"the vault runbook is {marker} of team X", "session_id": "x", "seq": 0}]})
     await handlers.call(who, "writes", "write_episode", episode(
         [("Billing API", "service"), ("Postgres", "database")],
         [fact("Billing API", "Postgres", "stores data in", "The billing API stores data in Postgres.")]))

@@ -208,11 +208,11 @@ async def test_restore_of_an_export_taken_before_a_scope_erasure_brings_nothing_
     marker = new_marker()
     await stack.admin_call("writes", "scope_create", {"name": "team-x"})
     token = stack.issue_token("claude-code", read=["shared", "team-x"], write=["shared", "team-x"])
-    written = await write(stack, token, episode([("Vault", "service"), ("Root token", "secret")], [
-        fact("Vault", "Root token", "unsealed with", f"Vault was unsealed with token {marker}.")], scope="team-x"))
+    written = await write(stack, token, episode([("Vault", "service"), ("Runbook", "document")], [
+        fact("Vault", "Runbook", "is described in", f"Vault is described in runbook {marker} of team X.")], scope="team-x"))
     await wait_for_events(stack, None, [written["edges_created"][0]["fact_id"]])
     await stack.admin_call("writes", "import_episodes", {"scope": "team-x", "episodes": [
-        {"content": f"the vault note says {marker}", "session_id": "x", "seq": 0}]})
+        {"content": f"the vault runbook is {marker} of team X", "session_id": "x", "seq": 0}]})
     settings = Settings(org=stack.org, nats_url=stack.nats_url)
     before = await export_text(settings, scope="team-x")
     assert marker in before
