@@ -141,6 +141,9 @@ async def _restore(settings: Settings, file: str, scope: str | None, progress: b
     kept = "kept" if result.ids_kept else f"remapped ({len(result.id_map)} ids, see id_map)"
     print(f"restored scopes {', '.join(result.scopes)}; ids {kept}; run `echo-memory reindex` to rebuild BM25 "
           "statistics", file=sys.stderr)
+    if result.erased_skipped or result.erased_redacted:
+        print(f"the erasure log (echo-memory forget --log) kept {result.erased_skipped} erased records out and "
+              f"restored {result.erased_redacted} without their erased text", file=sys.stderr)
     return 0
 
 
