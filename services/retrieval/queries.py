@@ -370,12 +370,23 @@ ORDER BY f.written_at DESC, f.id
 LIMIT %(limit)s
 """
 
+# The entities a name means, following a person's merges (migration 0015): a name of an absorbed
+# entity means the entity it answers as, and an entity means itself and everything it absorbed.
 ABOUT_ENTITIES = """
-SELECT e.id FROM entities e
-WHERE e.scope_id = ANY(%(scope_ids)s) AND lower(e.name) = lower(%(name)s)
+WITH named AS (
+    SELECT e.id FROM entities e
+    WHERE e.scope_id = ANY(%(scope_ids)s) AND lower(e.name) = lower(%(name)s)
+    UNION
+    SELECT a.entity_id FROM entity_aliases a
+    WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = lower(%(name)s)
+), answering AS (
+    SELECT coalesce(c.canonical_id, n.id) AS id
+    FROM named n LEFT JOIN entity_canonical c ON c.entity_id = n.id AND c.scope_id = ANY(%(scope_ids)s)
+)
+SELECT id FROM answering
 UNION
-SELECT a.entity_id FROM entity_aliases a
-WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = lower(%(name)s)
+SELECT c.entity_id FROM entity_canonical c
+WHERE c.scope_id = ANY(%(scope_ids)s) AND c.canonical_id IN (SELECT id FROM answering)
 """
 
 ABOUT_FACTS = f"""

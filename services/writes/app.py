@@ -18,7 +18,16 @@ from echo_memory.libs.core.contracts.write import WriteEpisodeInput, WriteEpisod
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.routes import Route, on_connection
 from echo_memory.libs.server.telemetry import steps
-from echo_memory.services.writes import admin, calibrate, distil, documents, idempotency, post_hoc, recall
+from echo_memory.services.writes import (
+    admin,
+    calibrate,
+    distil,
+    documents,
+    identity_admin,
+    idempotency,
+    post_hoc,
+    recall,
+)
 from echo_memory.services.writes.batch_import import import_episodes
 from echo_memory.services.writes.episode import write_episode
 from echo_memory.services.writes.relay import OutboxRelay
@@ -49,6 +58,10 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("unhinted_facts", on_connection(post_hoc.unhinted_facts)),
         Route("add_causal_hints", on_connection(post_hoc.add_causal_hints), changed),
         Route("clear_post_hoc", on_connection(post_hoc.clear_post_hoc), changed),
+        Route("entity_deferred", on_connection(identity_admin.entity_deferred)),
+        Route("entity_merge", on_connection(identity_admin.entity_merge)),
+        Route("entity_unmerge", on_connection(identity_admin.entity_unmerge)),
+        Route("entity_rename", on_connection(identity_admin.entity_rename)),
     ]
 
 

@@ -37,7 +37,8 @@ async def _decisions(stack: EchoStack) -> None:
 async def test_calibrate_reports_store_and_shipped_figures_and_records_a_row_without_applying(stack: EchoStack) -> None:
     await _decisions(stack)
     result = await stack.admin_call("writes", "calibrate", {"rounds": 200})
-    assert result["store_sources"] == {"confirmed_merges": 1, "new_answers": 1, "aliases": 1}
+    assert result["store_sources"] == {"confirmed_merges": 1, "new_answers": 1, "aliases": 1,
+                                       "person_merges": 0, "person_unmerges": 0}
     assert result["store_pairs"] == 3
     assert result["store"]["variants"] == 2 and result["store"]["lookalikes"] == 1
     combined = result["combined"]

@@ -29,7 +29,13 @@ AUDIT_KINDS = (
     # post_hoc = true; before: the version a post-hoc command wrote, now ended; after: the earlier
     # claim restored as a new version (or null), or the episodes whose distillation was released
     "post_hoc_cleared",
+    # a person fixed identity (echo-memory entities): entity_id is the absorbed or renamed entity;
+    # after: merge_id, absorbed(_id), surviving(_id); a rename's before/after: name and aliases
+    "entity_merged",
+    "entity_unmerged",
+    "entity_renamed",
 )
+IDENTITY_KINDS = ("entity_merged", "entity_unmerged", "entity_renamed")
 
 MAX_AUDIT_PAGE = 1000
 
@@ -111,6 +117,13 @@ class EntityTrail(BaseModel):
     created_at: datetime
     resolutions: list[AuditEntry] = Field(
         default_factory=list, description="entity_created / entity_resolved rows (how: exact, alias, variant, agent-confirmed)"
+    )
+    identity: list[AuditEntry] = Field(
+        default_factory=list,
+        description="merges, unmerges and renames a person made of this entity or into it, oldest first",
+    )
+    merged_into: str | None = Field(
+        None, description="the entity id this one answers as now (a merge in force), else null",
     )
 
 
