@@ -130,7 +130,7 @@ async def entity_unmerge(
         merge = await cur.fetchone()
     if merge is None:
         raise InvalidArgument(f"'{alias}' is not an entity that '{entity.name}' absorbed by a merge in force in scope "
-                              f"'{scope.name}'; `echo-memory why` or `get_audit_log --kind entity_merged` lists merges")
+                              f"'{scope.name}'; `echo-memory why` or get_audit_log with kind entity_merged lists merges")
     reason = _reason(args.reason, f"a person took '{merge['name']}' back out of '{entity.name}'")
     row = await (await conn.execute(q.UNDO_MERGE, {
         "merge_id": merge["id"], "scope_id": scope.id, "by": caller.agent_id, "reason": reason,
