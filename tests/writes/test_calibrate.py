@@ -85,7 +85,7 @@ async def test_the_calibrate_command_prints_the_figures_and_json(stack: EchoStac
     assert proc.returncode == 0, err.decode()
     text = out.decode()
     assert "Resolution AUC" in text and "95% CI" in text and "store + shipped set" in text
-    assert "store decisions: 3 pairs (1 confirmed merges, 1 new answers, 1 aliases)" in text
+    assert "store decisions: 3 pairs (1 confirmed merges, 1 new answers, 1 aliases, 0 person merges, 0 person unmerges)" in text
     proc = await asyncio.create_subprocess_exec(*cli, "--json", env=env, cwd=Path(__file__).parents[2],
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
