@@ -285,7 +285,11 @@ async def test_merge_refuses_chains_the_wrong_way_another_scopes_entity_and_non_
         with pytest.raises(EchoError) as caught:
             await handlers.admin_call("writes", "entity_merge", args)
         assert caught.value.code == "invalid_argument" and words in caught.value.message, caught.value.message
-    with pytest.raises(EchoError) as denied:
-        await handlers.call(agent(handlers), "writes", "entity_merge", {"keep": A, "absorb": "Postgres"})
-    assert denied.value.code == "scope_denied"
+    star = Caller(org=handlers.org, agent_id="ci-bot", read_scopes=["*"], write_scopes=["*"])
+    for verb, args in (("entity_merge", {"keep": A, "absorb": "Postgres"}), ("entity_unmerge", {"entity": A, "alias": B}),
+                       ("entity_rename", {"entity": A, "new_name": "Other"}), ("entity_deferred", {})):
+        for who in (agent(handlers), star):
+            with pytest.raises(EchoError) as denied:
+                await handlers.call(who, "writes", verb, args)
+            assert denied.value.code == "scope_denied" and f"agent '{who.agent_id}' may not" in denied.value.message
     assert await counts(handlers) == after_merge

@@ -70,6 +70,10 @@ VALID: dict[str, dict[str, Any]] = {
                                                            "quote": "because of it"}]},
     "HintIn": {"fact_id": "f-1", "causal_hint": "caused_by", "quote": "because of it"},
     "ClearPostHocInput": {"agent": "echo-distil"},
+    "EntityDeferredInput": {"scope": "shared"},
+    "EntityMergeInput": {"keep": "Stripe", "absorb": "Stripe API", "scope": "shared", "reason": "one vendor"},
+    "EntityUnmergeInput": {"entity": "Stripe", "alias": "Stripe API", "scope": "shared", "reason": "two things"},
+    "EntityRenameInput": {"entity": "Stripe", "new_name": "Stripe Inc", "scope": "shared", "reason": "legal name"},
 }
 
 
