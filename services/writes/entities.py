@@ -314,11 +314,7 @@ async def follow_merges(conn: psycopg.AsyncConnection, scope: Scope, mentions: l
     Runs under the scope's write lock (the merge verbs take it too), so a write sees a merge
     either entirely or not at all.
     """
-    ids = [m.entity_id for m in mentions if m.entity_id is not None]
-    if not ids:
-        return
-    rows = await (await conn.execute(CANONICAL, {"scope_id": scope.id, "ids": ids})).fetchall()
-    redirect = {str(absorbed): (str(canonical), str(name)) for absorbed, canonical, name in rows}
+    redirect = await _redirects(conn, scope, [m.entity_id for m in mentions if m.entity_id is not None])
     for mention in mentions:
         if mention.entity_id in redirect:
             mention.entity_id, mention.stored_name = redirect[mention.entity_id]
@@ -385,6 +381,14 @@ async def materialise(
             mention.learned.append(alias)
 
 
+async def _redirects(conn: psycopg.AsyncConnection, scope: Scope, ids: list[str]) -> dict[str, tuple[str, str]]:
+    """absorbed entity id -> (id, name) of the entity it answers as, for the ids a merge in force absorbed."""
+    if not ids:
+        return {}
+    rows = await (await conn.execute(CANONICAL, {"scope_id": scope.id, "ids": ids})).fetchall()
+    return {str(absorbed): (str(canonical), str(name)) for absorbed, canonical, name in rows}
+
+
 async def _fetch(conn: psycopg.AsyncConnection, sql: str, params: Params) -> tuple[object, ...] | None:
     return await (await conn.execute(sql, params)).fetchone()
 
@@ -433,9 +437,12 @@ async def candidates_for(
         )
     ).fetchall()
     others = {k for k, m in by_key.items() if m is not mention}
+    # An entity a person merged into another is a candidate as that other entity (its name is an
+    # alias of it now), so the agent is never offered an absorbed id.
+    redirect = await _redirects(conn, scope, list({str(r[0]) for r in rows}))
     best: dict[str, Candidate] = {}
     for entity_id, name, type_, matched, similarity in rows:
-        entity_id = str(entity_id)
+        entity_id, name = redirect.get(str(entity_id), (str(entity_id), str(name)))
         if entity_id in taken or key(str(name)) in others or key(str(matched)) in others:
             continue
         cosine = float(similarity) if similarity is not None else 0.0

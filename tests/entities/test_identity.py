@@ -167,7 +167,22 @@ async def test_after_a_merge_new_writes_naming_the_alias_resolve_to_the_survivin
     aliases = await (await handlers.conn.execute(
         "SELECT alias FROM entity_aliases WHERE entity_id = %s", (merged["surviving"]["entity_id"],))).fetchall()
     assert (B,) not in aliases
-    # Unmerging gives B back its own facts; the one written after the merge stays with A.
+    # A look-alike of B is offered A (B's name as the matched alias), never B's absorbed id; and an
+    # agent that answers with B's id is resolved to A.
+    typo = await write(handlers, [("Storefront backnd", "service"), ("Kafka", "queue")],
+                       [("Storefront backnd", "Kafka", "publishes to", "Storefront backnd publishes to Kafka.", None)],
+                       session="s-typo")
+    offered = typo["deferred"][0]["candidates"]
+    assert [(c["entity_id"], c["name"], c["matched_name"]) for c in offered][:1] == [
+        (merged["surviving"]["entity_id"], A, B)]
+    assert merged["absorbed"]["entity_id"] not in {c["entity_id"] for c in offered}
+    confirmed = await write(handlers, [("Storefront backnd", "service"), ("Kafka", "queue")],
+                            [("Storefront backnd", "Kafka", "publishes to", "Storefront backnd publishes to Kafka.",
+                              None)], session="s-typo",
+                            entity_resolutions=[{"mention": "Storefront backnd",
+                                                 "entity_id": merged["absorbed"]["entity_id"]}])
+    assert confirmed["edges_created"][0]["source"] == A, confirmed
+    # Unmerging gives B back its own facts; the ones written after the merge stay with A.
     await handlers.admin_call("writes", "entity_unmerge", {"entity": A, "alias": B})
     about_b = {r["id"] for r in (await query(handlers, about=[B]))["results"]}
     assert about_b == {ids[f"{B}->Stripe"], ids[f"Connection pool change->{B}"]}
