@@ -52,6 +52,10 @@ async def test_a_person_merges_unmerges_renames_and_lists_deferred_from_the_cli(
                                                         "Checkout servce publishes to Kafka.", "s-3"))
         assert looked["deferred"], looked
         before = await tool(c, "query_memory", {"about": [A]})
+        before_pair = await tool(c, "query_memory", {"about": [B, "Stripe"]})
+        before_trace = await tool(c, "trace_cause", {"topic": B})
+        before_why = await stack.admin_call("audit", "why", {"fact_id": b_fact})
+        reads_made = set()
 
         code, out, err = await cli(stack, "list", "--deferred")
         assert code == 0, err
@@ -63,6 +67,7 @@ async def test_a_person_merges_unmerges_renames_and_lists_deferred_from_the_cli(
         merged = json.loads(out)
         assert merged["absorbed"]["name"] == B and merged["facts_following"] == 1
         during = await tool(c, "query_memory", {"about": [A]})
+        reads_made.add(during["read_id"])
         assert b_fact in {r["id"] for r in during["results"]}
         trail = await stack.admin_call("audit", "why", {"fact_id": b_fact})
         source = next(e for e in trail["entities"] if e["role"] == "source")
@@ -74,8 +79,15 @@ async def test_a_person_merges_unmerges_renames_and_lists_deferred_from_the_cli(
         code, out, err = await cli(stack, "unmerge", A, B)
         assert code == 0, err
         assert f"'{B}' is its own entity again" in out
+        # Committed, over the wire: every answer is again exactly what it was before the merge.
+        trail = await stack.admin_call("audit", "why", {"fact_id": b_fact})
+        assert [e["kind"] for e in trail["entities"][0]["identity"]] == ["entity_merged", "entity_unmerged"]
+        assert _without(trail, reads_made) == _without(before_why, set())
         after = await tool(c, "query_memory", {"about": [A]})
-        assert [r["id"] for r in after["results"]] == [r["id"] for r in before["results"]]
+        assert {**after, "read_id": None} == {**before, "read_id": None}
+        pair = await tool(c, "query_memory", {"about": [B, "Stripe"]})
+        assert {**pair, "read_id": None} == {**before_pair, "read_id": None}
+        assert await tool(c, "trace_cause", {"topic": B}) == before_trace
         code, out, err = await cli(stack, "unmerge", A, B)
         assert code == 1 and "is not an entity" in err, (out, err)
 
@@ -87,3 +99,9 @@ async def test_a_person_merges_unmerges_renames_and_lists_deferred_from_the_cli(
 
         code, out, err = await cli(stack, "rename", "Nobody", "Somebody")
         assert code == 1 and "not_found" in err, (out, err)
+
+
+def _without(trail: dict[str, Any], reads_made: set[str]) -> dict[str, Any]:
+    """A why answer minus its identity history and the reads the test made while merged."""
+    return {**trail, "entities": [{k: v for k, v in e.items() if k != "identity"} for e in trail["entities"]],
+            "reads": [r for r in trail["reads"] if r["read_id"] not in reads_made]}
