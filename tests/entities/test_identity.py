@@ -308,3 +308,20 @@ async def test_merge_refuses_chains_the_wrong_way_another_scopes_entity_and_non_
                 await handlers.call(who, "writes", verb, args)
             assert denied.value.code == "scope_denied" and f"agent '{who.agent_id}' may not" in denied.value.message
     assert await counts(handlers) == after_merge
+
+
+async def test_a_question_naming_the_surviving_entity_reaches_the_absorbed_ones_facts_through_the_graph(
+    handlers: Handlers,
+) -> None:
+    ids = await build(handlers)
+    b_fact = ids[f"{B}->Stripe"]
+    asked = {"query": "what does the checkout service depend on?", "top_k": 20}
+
+    def by_graph(answer: dict[str, Any]) -> set[str]:
+        return {r["id"] for r in answer["results"] if "graph" in r["matched"]}
+
+    assert b_fact not in by_graph(await query(handlers, **asked))  # B is not connected to A before
+    await handlers.admin_call("writes", "entity_merge", {"keep": A, "absorb": B})
+    assert b_fact in by_graph(await query(handlers, **asked))
+    await handlers.admin_call("writes", "entity_unmerge", {"entity": A, "alias": B})
+    assert b_fact not in by_graph(await query(handlers, **asked))
