@@ -4,15 +4,17 @@ A merge never edits a fact or an entity: it records a redirect in `entity_merges
 0015), and everything that resolves entities at read or write time follows the redirects in force
 (the view `entity_canonical`). Unmerging sets the row's `undone_at`, so every answer is again
 exactly what it was before the merge. A rename is an audited edit of the entity's name (facts
-are untouched): the old name stays an alias, the audit row keeps the name and aliases before
-and after, and renaming back restores the name. Every change takes the scope's write lock, so a
-concurrent write resolves its mentions either before or after it, never half-way, and is
-audited (`entity_merged`, `entity_unmerged`, `entity_renamed`), which `why` shows per entity.
+are untouched): the old name stays an alias, and the audit row keeps the name and alias rows
+before and after, so renaming back (while nothing else changed its names) restores both
+exactly. Every change takes the scope's write lock, so a concurrent write resolves its mentions
+either before or after it, never half-way, and is audited (`entity_merged`, `entity_unmerged`,
+`entity_renamed`), which `why` shows per entity.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC
 from typing import Any
 
 import psycopg
@@ -169,16 +171,52 @@ async def entity_rename(conn: psycopg.AsyncConnection, caller: Caller, args: Ent
         raise InvalidArgument(f"another entity of scope '{scope.name}' already answers to '{new_name}' "
                               f"('{taken['name']}', {taken['id']}); merge them instead")
     before = await _aliases(conn, scope, entity.entity_id)
+    undoing = await _undoes_last_rename(conn, scope, entity, new_name, before)
     await conn.execute(q.DROP_OWN_ALIAS, params)
     await conn.execute(q.RENAME_ENTITY, params)
-    if new_name.lower() != entity.name.lower():
+    if undoing is not None:
+        await conn.execute(q.DROP_ALIASES, params)
+        for row in undoing:
+            await conn.execute(q.RESTORE_ALIAS, {**params, **row})
+    elif new_name.lower() != entity.name.lower():
         await conn.execute(q.ADD_ALIAS, {**params, "alias": entity.name})
     after = await _aliases(conn, scope, entity.entity_id)
-    reason = _reason(args.reason, f"a person renamed '{entity.name}' to '{new_name}'")
-    await audit(conn, caller, scope, kind="entity_renamed", entity_id=entity.entity_id, reason=reason,
-                before={"name": entity.name, "aliases": before}, after={"name": new_name, "aliases": after})
+    default = (f"a person renamed '{entity.name}' back to '{new_name}'" if undoing is not None
+               else f"a person renamed '{entity.name}' to '{new_name}'")
+    await audit(conn, caller, scope, kind="entity_renamed", entity_id=entity.entity_id,
+                reason=_reason(args.reason, default),
+                before={"name": entity.name, **_alias_state(before)},
+                after={"name": new_name, "undid_last_rename": undoing is not None, **_alias_state(after)})
     renamed = entity.model_copy(update={"name": new_name})
-    return EntityRenameResult(entity=renamed, old_name=entity.name, aliases=after)
+    return EntityRenameResult(entity=renamed, old_name=entity.name, aliases=[a["alias"] for a in after])
+
+
+async def _undoes_last_rename(
+    conn: psycopg.AsyncConnection, scope: Scope, entity: EntityRef, new_name: str, aliases: list[dict[str, str]]
+) -> list[dict[str, str]] | None:
+    """The alias rows to restore when this rename gives back the name the last rename replaced, else None.
+
+    The last rename is the newest one not already undone (renames back cancel in pairs, like a
+    stack). Only while nothing changed the entity's names since it (same name, same aliases) is
+    renaming back an exact undo, where the name being left does not stay an alias.
+    """
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(q.RENAMES_OF, {"scope_id": scope.id, "entity_id": entity.entity_id})
+        renames = await cur.fetchall()
+    last, undone = None, 0
+    for row in renames:
+        if row["after"].get("undid_last_rename"):
+            undone += 1
+        elif undone:
+            undone -= 1
+        else:
+            last = row
+            break
+    if last is None or last["before"].get("name") != new_name or last["after"].get("name") != entity.name:
+        return None
+    if last["after"].get("alias_rows") != aliases or "alias_rows" not in last["before"]:
+        return None
+    return list(last["before"]["alias_rows"])
 
 
 async def _write_scope(conn: psycopg.AsyncConnection, caller: Caller, name: str | None) -> Scope:
@@ -221,9 +259,14 @@ async def _absorbed_by(conn: psycopg.AsyncConnection, scope: Scope, entity_id: s
         return await cur.fetchone()
 
 
-async def _aliases(conn: psycopg.AsyncConnection, scope: Scope, entity_id: str) -> list[str]:
+async def _aliases(conn: psycopg.AsyncConnection, scope: Scope, entity_id: str) -> list[dict[str, str]]:
+    """The entity's alias rows, oldest first, as JSON-ready dicts (text and exact creation time)."""
     rows = await (await conn.execute(q.ALIASES_OF, {"scope_id": scope.id, "entity_id": entity_id})).fetchall()
-    return [str(r[0]) for r in rows]
+    return [{"alias": str(r[0]), "created_at": r[1].astimezone(UTC).isoformat()} for r in rows]
+
+
+def _alias_state(rows: list[dict[str, str]]) -> dict[str, Any]:
+    return {"aliases": [r["alias"] for r in rows], "alias_rows": rows}
 
 
 async def _count(conn: psycopg.AsyncConnection, sql: str, params: dict[str, Any]) -> int:

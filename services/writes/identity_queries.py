@@ -26,7 +26,7 @@ ORDER BY e.created_at, e.id
 LIMIT 1
 """
 ALIASES_OF = """
-SELECT alias FROM entity_aliases WHERE scope_id = %(scope_id)s AND entity_id = %(entity_id)s
+SELECT alias, created_at FROM entity_aliases WHERE scope_id = %(scope_id)s AND entity_id = %(entity_id)s
 ORDER BY created_at, alias
 """
 
@@ -88,6 +88,20 @@ DELETE FROM entity_aliases WHERE scope_id = %(scope_id)s AND entity_id = %(entit
 ADD_ALIAS = """
 INSERT INTO entity_aliases (entity_id, scope_id, alias) VALUES (%(entity_id)s, %(scope_id)s, %(alias)s)
 ON CONFLICT DO NOTHING
+"""
+# An entity's renames, newest first, to tell a rename back (an exact undo) from a new name.
+RENAMES_OF = """
+SELECT before, after FROM audit_log
+WHERE scope_id = %(scope_id)s AND entity_id = %(entity_id)s AND kind = 'entity_renamed'
+ORDER BY id DESC
+"""
+# Undoing a rename: the aliases become exactly the rows recorded before it (same text and time).
+DROP_ALIASES = """
+DELETE FROM entity_aliases WHERE scope_id = %(scope_id)s AND entity_id = %(entity_id)s
+"""
+RESTORE_ALIAS = """
+INSERT INTO entity_aliases (entity_id, scope_id, alias, created_at)
+VALUES (%(entity_id)s, %(scope_id)s, %(alias)s, %(created_at)s::timestamptz)
 """
 
 # Person decisions for calibrate: each pair's latest merge, in force (one entity) or undone (two).

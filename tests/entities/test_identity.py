@@ -192,6 +192,7 @@ async def test_after_a_merge_new_writes_naming_the_alias_resolve_to_the_survivin
 
 async def test_rename_keeps_the_old_name_as_an_alias_and_renaming_back_restores_it(handlers: Handlers) -> None:
     ids = await build(handlers)
+    tables = await snapshot_tables(handlers)
     renamed = await handlers.admin_call("writes", "entity_rename", {"entity": A, "new_name": "Checkout API"})
     assert renamed["entity"]["name"] == "Checkout API" and renamed["old_name"] == A
     assert renamed["aliases"] == [A]
@@ -207,11 +208,21 @@ async def test_rename_keeps_the_old_name_as_an_alias_and_renaming_back_restores_
     assert [(e["kind"], e["before"]["name"], e["after"]["name"]) for e in source["identity"]] == [
         ("entity_renamed", A, "Checkout API")]
 
+    # A second rename is a new name: the name it leaves stays an alias too.
+    again = await handlers.admin_call("writes", "entity_rename", {"entity": "Checkout API", "new_name": "Checkout"})
+    assert sorted(again["aliases"]) == sorted([A, "Checkout API"])
+    # Renaming back, step by step, undoes each rename exactly: name and alias rows as they were.
+    await handlers.admin_call("writes", "entity_rename", {"entity": "Checkout", "new_name": "Checkout API"})
     back = await handlers.admin_call("writes", "entity_rename", {"entity": "Checkout API", "new_name": A})
-    assert back["entity"]["name"] == A and back["aliases"] == ["Checkout API"]
-    row = await (await handlers.conn.execute("SELECT name FROM entities WHERE id = %s",
-                                             (renamed["entity"]["entity_id"],))).fetchone()
-    assert row == (A,)
+    assert back["entity"]["name"] == A and back["aliases"] == []
+    after = await snapshot_tables(handlers)
+    written_since = {f["fact_id"] for f in written["edges_created"]}
+    assert [r for r in after["facts"] if r[0] not in written_since] == tables["facts"]
+    assert [r for r in after["entities"] if r[2] != "Kafka"] == tables["entities"]
+    assert after["entity_aliases"] == tables["entity_aliases"]
+    history = [e for e in (await why(handlers, ids[f"{A}->Postgres"]))["entities"] if e["role"] == "source"][0]
+    assert [(e["after"]["name"], e["after"]["undid_last_rename"]) for e in history["identity"]] == [
+        ("Checkout API", False), ("Checkout", False), ("Checkout API", True), (A, True)]
 
 
 async def test_deferred_look_alikes_are_listed_with_their_candidates_and_scores(handlers: Handlers) -> None:
