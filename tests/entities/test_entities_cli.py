@@ -19,10 +19,10 @@ ROOT = Path(__file__).parents[2]
 A, B = "Checkout service", "Storefront backend"
 
 
-async def cli(stack: EchoStack, *words: str) -> tuple[int, str, str]:
+async def cli(stack: EchoStack, *words: str, group: str = "entities") -> tuple[int, str, str]:
     env = {**os.environ, "ECHO_MEMORY_NATS_URL": stack.nats_url, "ECHO_MEMORY_ORG": stack.org}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "echo_memory.libs.local.cli", "entities", *words, env=env, cwd=ROOT,
+        sys.executable, "-m", "echo_memory.libs.local.cli", group, *words, env=env, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     assert proc.returncode is not None
@@ -90,6 +90,10 @@ async def test_a_person_merges_unmerges_renames_and_lists_deferred_from_the_cli(
         assert await tool(c, "trace_cause", {"topic": B}) == before_trace
         code, out, err = await cli(stack, "unmerge", A, B)
         assert code == 1 and "is not an entity" in err, (out, err)
+        code, out, err = await cli(stack, b_fact, group="why")
+        assert code == 0, err
+        assert "entity_merged by admin" in out and "one service, two names" in out
+        assert "entity_unmerged by admin" in out and "answers now as entity" not in out
 
         code, out, err = await cli(stack, "rename", A, "Checkout API")
         assert code == 0, err
