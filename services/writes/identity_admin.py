@@ -131,8 +131,7 @@ async def entity_unmerge(
         await cur.execute(q.MERGE_TO_UNDO, {"scope_id": scope.id, "surviving_id": entity.entity_id, "alias": alias})
         merge = await cur.fetchone()
     if merge is None:
-        raise InvalidArgument(f"'{alias}' is not an entity that '{entity.name}' absorbed by a merge in force in scope "
-                              f"'{scope.name}'; `echo-memory why` or get_audit_log with kind entity_merged lists merges")
+        raise InvalidArgument(await _not_absorbed(conn, caller, scope, entity, alias))
     reason = _reason(args.reason, f"a person took '{merge['name']}' back out of '{entity.name}'")
     row = await (await conn.execute(q.UNDO_MERGE, {
         "merge_id": merge["id"], "scope_id": scope.id, "by": caller.agent_id, "reason": reason,
@@ -251,6 +250,21 @@ async def _entity(conn: psycopg.AsyncConnection, caller: Caller, scope: Scope, r
     if row is None:
         raise NotFound(f"{what}: no entity named '{name[:100]}' (name, alias or id) in scope '{scope.name}'")
     return EntityRef(entity_id=str(row["id"]), name=row["name"], type=row["type"], scope=scope.name)
+
+
+async def _not_absorbed(conn: psycopg.AsyncConnection, caller: Caller, scope: Scope, entity: EntityRef,
+                        alias: str) -> str:
+    """Why `alias` cannot be taken out of `entity`, naming the entity it was merged into when another."""
+    base = f"'{alias}' is not an entity that '{entity.name}' absorbed by a merge in force in scope '{scope.name}'"
+    try:
+        named = await _entity(conn, caller, scope, alias, "alias")
+    except (NotFound, InvalidArgument):
+        return base + "; `echo-memory why` or get_audit_log with kind entity_merged lists merges"
+    earlier = await _absorbed_by(conn, scope, named.entity_id)
+    if earlier is None:
+        return base + f" ('{named.name}' is not merged into any entity)"
+    return base + (f": '{named.name}' was merged into '{earlier['surviving_name']}'; "
+                   f"run `echo-memory entities unmerge '{earlier['surviving_name']}' '{named.name}'`")
 
 
 async def _absorbed_by(conn: psycopg.AsyncConnection, scope: Scope, entity_id: str) -> dict[str, Any] | None:

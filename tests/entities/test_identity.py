@@ -336,3 +336,26 @@ async def test_a_question_naming_the_surviving_entity_reaches_the_absorbed_ones_
     assert b_fact in by_graph(await query(handlers, **asked))
     await handlers.admin_call("writes", "entity_unmerge", {"entity": A, "alias": B})
     assert b_fact not in by_graph(await query(handlers, **asked))
+
+
+async def test_merges_chain_and_each_unmerge_takes_back_exactly_one_link(handlers: Handlers) -> None:
+    ids = await build(handlers)
+    b_fact, pg_fact = ids[f"{B}->Stripe"], ids[f"{A}->Postgres"]
+    await write(handlers, [("Commerce suite", "system"), ("Datadog", "tool")],
+                [("Commerce suite", "Datadog", "is watched in", "The commerce suite is watched in Datadog.",
+                  None)], session="s-c")
+    await handlers.admin_call("writes", "entity_merge", {"keep": A, "absorb": B})
+    await handlers.admin_call("writes", "entity_merge", {"keep": "Commerce suite", "absorb": A})
+    # B answers as A, A as the suite: about the suite reaches both, about B means the suite.
+    about_c = {r["id"] for r in (await query(handlers, about=["Commerce suite"]))["results"]}
+    assert {b_fact, pg_fact} <= about_c
+    assert {r["id"] for r in (await query(handlers, about=[B]))["results"]} == about_c
+    with pytest.raises(EchoError) as caught:
+        await handlers.admin_call("writes", "entity_unmerge", {"entity": "Commerce suite", "alias": B})
+    assert caught.value.code == "invalid_argument"
+    assert f"'{B}' was merged into '{A}'" in caught.value.message, caught.value.message
+    # Taking A back out brings B with it (B still answers as A), and nothing of the suite's.
+    await handlers.admin_call("writes", "entity_unmerge", {"entity": "Commerce suite", "alias": A})
+    about_a = {r["id"] for r in (await query(handlers, about=[A]))["results"]}
+    assert {b_fact, pg_fact} <= about_a
+    assert {r["id"] for r in (await query(handlers, about=["Commerce suite"]))["results"]}.isdisjoint(about_a)
