@@ -235,6 +235,22 @@ class AliasRecord(_Record):
     created_at: datetime
 
 
+class EntityMergeRecord(_Record):
+    """A person's merge (migration 0015): the absorbed entity answers as the surviving one until undone."""
+
+    type: Literal["entity_merge"] = "entity_merge"
+    id: int
+    scope_id: str
+    absorbed_id: str
+    surviving_id: str
+    merged_by: str
+    merged_at: datetime
+    reason: str
+    undone_by: str | None = None
+    undone_at: datetime | None = None
+    undo_reason: str | None = None
+
+
 class EpisodeRecord(_Record):
     type: Literal["episode"] = "episode"
     id: str
@@ -352,14 +368,15 @@ class IngestionRecord(_Record):
 
 
 ExportRecord = Annotated[
-    ScopeRecord | AgentRecord | EntityRecord | AliasRecord | EpisodeRecord | FactRecord | AuditRecord
+    ScopeRecord | AgentRecord | EntityRecord | AliasRecord | EntityMergeRecord | EpisodeRecord | FactRecord
+    | AuditRecord
     | ReadRecord | ReadResultRecord | SaveRecord | DocumentRecord | IngestionRecord,
     Field(discriminator="type"),
 ]
 
 # The order records appear in a file, so that every reference points at an earlier line.
 SECTIONS: tuple[str, ...] = (
-    "scope", "agent", "entity", "alias", "episode", "fact", "read", "read_result", "recall_save",
+    "scope", "agent", "entity", "alias", "entity_merge", "episode", "fact", "read", "read_result", "recall_save",
     "document", "document_ingestion", "audit",
 )
 
@@ -463,6 +480,9 @@ _REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("entity", "scope_id"): ("scope",),
     ("alias", "scope_id"): ("scope",),
     ("alias", "entity_id"): ("entity",),
+    ("entity_merge", "scope_id"): ("scope",),
+    ("entity_merge", "absorbed_id"): ("entity",),
+    ("entity_merge", "surviving_id"): ("entity",),
     ("episode", "scope_id"): ("scope",),
     ("fact", "scope_id"): ("scope",),
     ("fact", "episode_id"): ("episode",),
