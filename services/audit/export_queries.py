@@ -56,6 +56,18 @@ WHERE scope_id = ANY(%(scope_ids)s) AND created_at <= %(cutoff)s
   AND (%(first)s OR (created_at, entity_id, alias) > (%(k1)s::timestamptz, %(k2)s::uuid, %(k3)s::text))
 ORDER BY created_at, entity_id, alias LIMIT %(limit)s
 """,
+    # A merge undone after the cutoff is exported as still in force, as it was at the cutoff.
+    "entity_merge": """
+SELECT id, scope_id, absorbed_id, surviving_id, merged_by, merged_at, reason,
+       CASE WHEN undone_at <= %(cutoff)s THEN undone_by END AS undone_by,
+       CASE WHEN undone_at <= %(cutoff)s THEN undone_at END AS undone_at,
+       CASE WHEN undone_at <= %(cutoff)s THEN undo_reason END AS undo_reason,
+       merged_at AS k1, id AS k2
+FROM entity_merges
+WHERE scope_id = ANY(%(scope_ids)s) AND merged_at <= %(cutoff)s
+  AND """ + _KEY2.format(cols="merged_at, id", t2="bigint") + """
+ORDER BY merged_at, id LIMIT %(limit)s
+""",
     "episode": """
 SELECT id, scope_id, kind, agent_id, tool, project, session_id, speaker, content, occurred_at, written_at,
        metadata, embedding, token_count, tier, seq, written_at AS k1, id AS k2
@@ -140,7 +152,8 @@ TRANSACTION_NOW = "SELECT now()"
 # continue after the last record of a file cut short. A read result's `k1` is its read's time.
 RESUME_KEY_FIELDS: dict[str, tuple[str, ...]] = {
     "scope": ("created_at", "id"), "agent": ("created_at", "id"), "entity": ("created_at", "id"),
-    "alias": ("created_at", "entity_id", "alias"), "episode": ("written_at", "id"), "fact": ("written_at", "id"),
+    "alias": ("created_at", "entity_id", "alias"), "entity_merge": ("merged_at", "id"),
+    "episode": ("written_at", "id"), "fact": ("written_at", "id"),
     "read": ("created_at", "id"), "read_result": ("read_id", "item_id"), "recall_save": ("created_at", "id"),
     "document": ("registered_at", "id"), "document_ingestion": ("ingested_at", "document_id", "agent_id"),
     "audit": ("created_at", "id"),
@@ -176,6 +189,10 @@ SELECT EXISTS (SELECT 1 FROM entities WHERE id = ANY(%(ids)s::uuid[]))
     OR EXISTS (SELECT 1 FROM documents WHERE id = ANY(%(ids)s::uuid[]))
     OR EXISTS (SELECT 1 FROM scopes WHERE id = ANY(%(ids)s::uuid[]))
 """
+MERGE_IDS_TAKEN = "SELECT EXISTS (SELECT 1 FROM entity_merges WHERE id = ANY(%(ids)s::bigint[]))"
+MERGE_SEQUENCE_CATCH_UP = """
+SELECT setval(pg_get_serial_sequence('entity_merges', 'id'), greatest((SELECT max(id) FROM entity_merges), 1))
+"""
 AUDIT_IDS_TAKEN = "SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = ANY(%(ids)s::bigint[]))"
 AUDIT_SEQUENCE_CATCH_UP = """
 SELECT setval(pg_get_serial_sequence('audit_log', 'id'), greatest((SELECT max(id) FROM audit_log), 1))
@@ -203,6 +220,19 @@ VALUES (%(id)s, %(scope_id)s, %(name)s, %(entity_type)s, %(embedding)s, %(create
 INSERT_ALIAS = """
 INSERT INTO entity_aliases (entity_id, scope_id, alias, created_at)
 VALUES (%(entity_id)s, %(scope_id)s, %(alias)s, %(created_at)s)
+"""
+INSERT_MERGE_KEEP_ID = """
+INSERT INTO entity_merges (id, scope_id, absorbed_id, surviving_id, merged_by, merged_at, reason, undone_by,
+                           undone_at, undo_reason)
+OVERRIDING SYSTEM VALUE
+VALUES (%(id)s, %(scope_id)s, %(absorbed_id)s, %(surviving_id)s, %(merged_by)s, %(merged_at)s, %(reason)s,
+        %(undone_by)s, %(undone_at)s, %(undo_reason)s)
+"""
+INSERT_MERGE_NEW_ID = """
+INSERT INTO entity_merges (scope_id, absorbed_id, surviving_id, merged_by, merged_at, reason, undone_by,
+                           undone_at, undo_reason)
+VALUES (%(scope_id)s, %(absorbed_id)s, %(surviving_id)s, %(merged_by)s, %(merged_at)s, %(reason)s,
+        %(undone_by)s, %(undone_at)s, %(undo_reason)s)
 """
 INSERT_EPISODE = """
 INSERT INTO episodes (id, scope_id, kind, agent_id, tool, project, session_id, speaker, content, occurred_at,

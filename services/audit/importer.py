@@ -42,7 +42,7 @@ from echo_memory.services.audit.access import require_admin
 _SCOPE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 # Fields holding ids of each record type (besides its own `id`), remapped together with the ids.
 _ID_FIELDS = ("scope_id", "episode_id", "source_entity", "target_entity", "supersedes", "entity_id",
-              "read_id", "item_id", "fact_id", "document_id")
+              "read_id", "item_id", "fact_id", "document_id", "absorbed_id", "surviving_id")
 _BATCH = 500  # rows per executemany: one pipeline round trip instead of one per row
 _INSERT = {
     "agent": xq.INSERT_AGENT, "entity": xq.INSERT_ENTITY, "alias": xq.INSERT_ALIAS, "episode": xq.INSERT_EPISODE,
@@ -97,6 +97,8 @@ async def import_restore(conn: psycopg.AsyncConnection, caller: Caller, args: Im
         await restore_upkeep.resume(conn, suspended, [plan.ids[s.id] for s in _scopes(parsed)])
     if plan.keep_audit_ids:
         await conn.execute(xq.AUDIT_SEQUENCE_CATCH_UP)
+    if plan.keep_merge_ids and parsed.counts.get("entity_merge"):
+        await conn.execute(xq.MERGE_SEQUENCE_CATCH_UP)
     await conn.execute(xq.STAGE_DROP, (import_id,))
     id_map = {old: new for old, new in plan.ids.items() if old != new}
     return ImportResult(counts=parsed.counts, scopes=[plan.names[s.id] for s in _scopes(parsed)],
@@ -112,6 +114,7 @@ class _Plan:
         self.existing_scopes: set[str] = set()  # file scope ids restored into an existing row
         self.keep_ids = True
         self.keep_audit_ids = True
+        self.keep_merge_ids = True
 
     def map(self, value: Any) -> Any:
         """Replace every id (also inside JSON before/after) by its new value."""
@@ -164,6 +167,9 @@ async def _plan(conn: psycopg.AsyncConnection, parsed: ParsedExport, rename: str
     audit_ids = [r.id for r in parsed.records if r.type == "audit"]
     taken = await (await conn.execute(xq.AUDIT_IDS_TAKEN, {"ids": audit_ids})).fetchone()
     plan.keep_audit_ids = not (taken and taken[0])
+    merge_ids = [r.id for r in parsed.records if r.type == "entity_merge"]
+    taken = await (await conn.execute(xq.MERGE_IDS_TAKEN, {"ids": merge_ids})).fetchone()
+    plan.keep_merge_ids = not (taken and taken[0])
     return plan
 
 
@@ -211,6 +217,8 @@ def _row(record: Any, plan: _Plan) -> tuple[str, dict[str, Any]]:
         data["before"] = Jsonb(plan.map(data["before"])) if data["before"] is not None else None
         data["after"] = Jsonb(plan.map(data["after"])) if data["after"] is not None else None
         return (xq.INSERT_AUDIT_KEEP_ID if plan.keep_audit_ids else xq.INSERT_AUDIT_NEW_ID), data
+    if record.type == "entity_merge":
+        return (xq.INSERT_MERGE_KEEP_ID if plan.keep_merge_ids else xq.INSERT_MERGE_NEW_ID), data
     return _INSERT[record.type], data
 
 

@@ -65,11 +65,26 @@ WHERE e.scope_id = %(scope_id)s AND e.id = %(entity_id)s
 GROUP BY e.id
 """
 
+# How mentions resolved to the entity; a person's identity changes are listed apart (ENTITY_IDENTITY).
 ENTITY_AUDIT = f"""
 SELECT {AUDIT_COLUMNS}
 FROM audit_log a LEFT JOIN scopes s ON s.id = a.scope_id
-WHERE a.scope_id = %(scope_id)s AND a.entity_id = %(entity_id)s
+WHERE a.scope_id = %(scope_id)s AND a.entity_id = %(entity_id)s AND NOT (a.kind = ANY(%(identity_kinds)s))
 ORDER BY a.created_at, a.id
+"""
+
+# Merges, unmerges and renames of the entity, and merges into it (after.surviving_id).
+ENTITY_IDENTITY = f"""
+SELECT {AUDIT_COLUMNS}
+FROM audit_log a LEFT JOIN scopes s ON s.id = a.scope_id
+WHERE a.scope_id = %(scope_id)s AND a.kind = ANY(%(identity_kinds)s)
+  AND (a.entity_id = %(entity_id)s OR a.after->>'surviving_id' = %(entity_id)s::text)
+ORDER BY a.created_at, a.id
+"""
+
+# The entity this one answers as now, when a merge in force absorbed it (migration 0015).
+ENTITY_MERGED_INTO = """
+SELECT c.canonical_id FROM entity_canonical c WHERE c.scope_id = %(scope_id)s AND c.entity_id = %(entity_id)s
 """
 
 FACTS_AUDIT = f"""

@@ -2,8 +2,9 @@
 
 Reads only: every version of the claim (following `supersedes` both ways), who wrote each and
 through which tool, project and session, how each entity was resolved, every read that returned
-a version and every save. A fact in a scope the caller may not read is reported as not found,
-the same as an unknown id, so ids do not reveal other scopes' contents.
+a version and every save, and the merges, unmerges and renames a person made of its entities.
+A fact in a scope the caller may not read is reported as not found, the same as an unknown id,
+so ids do not reveal other scopes' contents.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from echo_memory.libs.core.contracts.audit import EntityTrail, FactVersion, ReadOfFact, SaveOfFact, WhyInput, WhyResult
+from echo_memory.libs.core.contracts.audit import (
+    IDENTITY_KINDS,
+    EntityTrail,
+    FactVersion,
+    ReadOfFact,
+    SaveOfFact,
+    WhyInput,
+    WhyResult,
+)
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.common import Provenance
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
@@ -55,12 +64,18 @@ async def why(conn: psycopg.AsyncConnection, caller: Caller, args: WhyInput) -> 
             entity_id = str(asked[f"{role}_entity"])
             await cur.execute(q.ENTITY, {"scope_id": scope_id, "entity_id": entity_id})
             e = await cur.fetchone()
-            await cur.execute(q.ENTITY_AUDIT, {"scope_id": scope_id, "entity_id": entity_id})
+            params = {"scope_id": scope_id, "entity_id": entity_id, "identity_kinds": list(IDENTITY_KINDS)}
+            await cur.execute(q.ENTITY_AUDIT, params)
             resolutions = [entry_from_row(a) for a in await cur.fetchall()]
+            await cur.execute(q.ENTITY_IDENTITY, params)
+            identity = [entry_from_row(a) for a in await cur.fetchall()]
+            await cur.execute(q.ENTITY_MERGED_INTO, params)
+            merged = await cur.fetchone()
             assert e is not None  # facts reference entities by foreign key
             entities.append(EntityTrail(
                 entity_id=entity_id, role=role, name=e["name"], type=e["type"], aliases=list(e["aliases"]),
                 created_by=e["created_by"], created_at=e["created_at"], resolutions=resolutions,
+                identity=identity, merged_into=str(merged["canonical_id"]) if merged else None,
             ))
 
         await cur.execute(q.READS_OF_FACTS, {"fact_ids": ids, "scope_name": stored})

@@ -256,13 +256,23 @@ LEXICAL_FACTS_TS_RANK = _ts_rank("facts", "f", _VISIBLE)
 LEXICAL_EPISODES_TS_RANK = _ts_rank("episodes", "ep", _EPISODES_SEARCHABLE)
 
 # Entities the query names: every 1–3 word n-gram of the query against names and aliases,
-# exact and case-insensitive (served by the lower(name) indexes).
+# exact and case-insensitive (served by the lower(name) indexes); a name of an entity a person
+# merged into another names that other one, and an entity brings what it absorbed (migration 0015).
 ENTITIES_NAMED = """
-SELECT e.id::text FROM entities e
-WHERE e.scope_id = ANY(%(scope_ids)s) AND lower(e.name) = ANY(%(grams)s)
+WITH named AS (
+    SELECT e.id FROM entities e
+    WHERE e.scope_id = ANY(%(scope_ids)s) AND lower(e.name) = ANY(%(grams)s)
+    UNION
+    SELECT a.entity_id FROM entity_aliases a
+    WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = ANY(%(grams)s)
+), answering AS (
+    SELECT coalesce(c.canonical_id, n.id) AS id
+    FROM named n LEFT JOIN entity_canonical c ON c.entity_id = n.id AND c.scope_id = ANY(%(scope_ids)s)
+)
+SELECT id::text FROM answering
 UNION
-SELECT a.entity_id::text FROM entity_aliases a
-WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = ANY(%(grams)s)
+SELECT c.entity_id::text FROM entity_canonical c
+WHERE c.scope_id = ANY(%(scope_ids)s) AND c.canonical_id IN (SELECT id FROM answering)
 """
 # The visible edges within two hops of the seeds: the part of the scope's entity graph where
 # personalized PageRank puts nearly all its mass. Capped, so a hub entity cannot blow it up (at
@@ -293,9 +303,13 @@ hop2 AS (
          WHERE {_VISIBLE} AND f.target_entity = frontier.e LIMIT {GRAPH_EDGES_PER_ENTITY})
     ) AS n
 )
-SELECT id::text, source_entity::text, target_entity::text FROM hop1
-UNION
-(SELECT id::text, source_entity::text, target_entity::text FROM hop2 ORDER BY id LIMIT %(edge_cap)s)
+SELECT e.id::text, coalesce(cs.canonical_id, e.source_entity)::text, coalesce(ct.canonical_id, e.target_entity)::text
+FROM (SELECT id, source_entity, target_entity FROM hop1
+      UNION
+      (SELECT id, source_entity, target_entity FROM hop2 ORDER BY id LIMIT %(edge_cap)s)) AS e
+-- An entity a person merged into another is that other node of the graph (migration 0015).
+LEFT JOIN entity_canonical cs ON cs.entity_id = e.source_entity AND cs.scope_id = ANY(%(scope_ids)s)
+LEFT JOIN entity_canonical ct ON ct.entity_id = e.target_entity AND ct.scope_id = ANY(%(scope_ids)s)
 ORDER BY 1
 """
 # Cosines of candidates a channel found without reading vectors (the graph channel's edges): a
@@ -400,12 +414,23 @@ ORDER BY f.written_at DESC, f.id
 LIMIT %(limit)s
 """
 
+# The entities a name means, following a person's merges (migration 0015): a name of an absorbed
+# entity means the entity it answers as, and an entity means itself and everything it absorbed.
 ABOUT_ENTITIES = """
-SELECT e.id FROM entities e
-WHERE e.scope_id = ANY(%(scope_ids)s) AND lower(e.name) = lower(%(name)s)
+WITH named AS (
+    SELECT e.id FROM entities e
+    WHERE e.scope_id = ANY(%(scope_ids)s) AND lower(e.name) = lower(%(name)s)
+    UNION
+    SELECT a.entity_id FROM entity_aliases a
+    WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = lower(%(name)s)
+), answering AS (
+    SELECT coalesce(c.canonical_id, n.id) AS id
+    FROM named n LEFT JOIN entity_canonical c ON c.entity_id = n.id AND c.scope_id = ANY(%(scope_ids)s)
+)
+SELECT id FROM answering
 UNION
-SELECT a.entity_id FROM entity_aliases a
-WHERE a.scope_id = ANY(%(scope_ids)s) AND lower(a.alias) = lower(%(name)s)
+SELECT c.entity_id FROM entity_canonical c
+WHERE c.scope_id = ANY(%(scope_ids)s) AND c.canonical_id IN (SELECT id FROM answering)
 """
 
 ABOUT_FACTS = f"""

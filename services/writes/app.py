@@ -18,7 +18,17 @@ from echo_memory.libs.core.contracts.write import WriteEpisodeInput, WriteEpisod
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.routes import Route, on_connection
 from echo_memory.libs.server.telemetry import steps
-from echo_memory.services.writes import admin, calibrate, distil, documents, forget, idempotency, post_hoc, recall
+from echo_memory.services.writes import (
+    admin,
+    calibrate,
+    distil,
+    documents,
+    forget,
+    identity_admin,
+    idempotency,
+    post_hoc,
+    recall,
+)
 from echo_memory.services.writes.batch_import import import_episodes
 from echo_memory.services.writes.episode import write_episode
 from echo_memory.services.writes.relay import OutboxRelay
@@ -56,6 +66,10 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("forget", on_connection(forget.forget)),
         Route("forget_finish", forget.forget_finish),
         Route("forget_log", on_connection(forget.forget_log)),
+        Route("entity_deferred", on_connection(identity_admin.entity_deferred)),
+        Route("entity_merge", on_connection(identity_admin.entity_merge)),
+        Route("entity_unmerge", on_connection(identity_admin.entity_unmerge)),
+        Route("entity_rename", on_connection(identity_admin.entity_rename)),
     ]
 
 

@@ -5,6 +5,8 @@ Labelled pairs come from two places:
   entity), a deferral answered "new" (the candidates it rejected: two entities), and aliases
   agents declared or confirmed (one entity). Aliases the resolver learned by itself (how =
   variant) are left out: they would grade the score with its own answers;
+- a person's identity decisions (`echo-memory entities merge|unmerge`, table entity_merges): a
+  merge in force says one entity, an undone merge two; they count first, over any other source;
 - the labelled set shipped with the product (resolution_eval.py), so that a young store with few
   decisions still gets a meaningful figure.
 
@@ -32,7 +34,7 @@ from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.calibration import CalibrateInput, CalibrateResult, CalibrationFigures
 from echo_memory.libs.core.contracts.identity import require_admin
 from echo_memory.libs.server.embed import MiniLM
-from echo_memory.services.writes import entities, name_match
+from echo_memory.services.writes import entities, identity_queries, name_match
 from echo_memory.services.writes import resolution_eval as ev
 
 LOOKALIKE_BUDGET = 0.02  # share of look-alikes a deferral threshold may catch
@@ -72,7 +74,7 @@ RETURNING id, computed_at
 async def store_pairs(conn: psycopg.AsyncConnection) -> tuple[list[ev.Pair], dict[str, int]]:
     """The store's resolution decisions as labelled pairs (deduplicated, order-free), and their counts."""
     pairs: dict[tuple[str, str], ev.Pair] = {}
-    sources = {"confirmed_merges": 0, "new_answers": 0, "aliases": 0}
+    sources = {"confirmed_merges": 0, "new_answers": 0, "aliases": 0, "person_merges": 0, "person_unmerges": 0}
 
     def add(source: str, a: str, b: str, same: bool, type_: str) -> None:
         k = tuple(sorted((a.casefold().strip(), b.casefold().strip())))
@@ -81,6 +83,12 @@ async def store_pairs(conn: psycopg.AsyncConnection) -> tuple[list[ev.Pair], dic
         pairs[k] = ev.Pair("store", source, same, type_, a, b)  # type: ignore[index]
         sources[source] += 1
 
+    # A person's decision outranks an agent's on the same pair: it is added first, and pairs dedupe.
+    for absorbed, absorbed_type, surviving, surviving_type, undone in await (
+            await conn.execute(identity_queries.MERGE_DECISIONS)).fetchall():
+        kind = "person" if name_match.kind_of(str(absorbed_type), str(surviving_type)) == "person" else str(
+            surviving_type)
+        add("person_unmerges" if undone else "person_merges", str(absorbed), str(surviving), not undone, kind)
     for mention, name, type_ in await (await conn.execute(CONFIRMED)).fetchall():
         add("confirmed_merges", str(mention), str(name), True, str(type_))
     for alias, name, type_ in await (await conn.execute(ALIASES)).fetchall():

@@ -84,6 +84,11 @@ UNION ALL
  ORDER BY e.embedding <=> %(embedding)s, e.id
  LIMIT %(lexical)s)
 """
+# The entity each resolved id answers as now, for ids a person's merge absorbed (migration 0015).
+CANONICAL = """
+SELECT c.entity_id, c.canonical_id, e.name FROM entity_canonical c JOIN entities e ON e.id = c.canonical_id
+WHERE c.scope_id = %(scope_id)s AND e.scope_id = %(scope_id)s AND c.entity_id = ANY(%(ids)s::uuid[])
+"""
 # The thresholds `echo-memory calibrate --apply` recorded last, if any (migration 0008).
 APPLIED_THRESHOLDS = """
 SELECT defer_at, merge_at FROM resolution_calibration WHERE applied ORDER BY computed_at DESC, id DESC LIMIT 1
@@ -196,8 +201,9 @@ async def resolve_known(
 ) -> None:
     """Resolve by exact name or alias, before the scope lock, every mention that needs no choice.
 
-    Safe outside the lock because resolution only ever grows: entities and their names are never
-    deleted or renamed, so a match found now is still the match under the lock. What it buys:
+    Safe outside the lock because a name, once it resolves, keeps resolving to the same stored
+    entity: entities are never deleted, and a rename keeps the old name as an alias. A person's
+    merge may redirect that entity meanwhile; `plan` follows redirects under the lock. What it buys:
     a mention resolved here needs no embedding (only new and near-matched names do), and `plan`
     does not look it up again.
     """
@@ -284,6 +290,7 @@ async def plan(
             mention.entity_id, mention.stored_name, mention.how = found
             continue
         waiting.append(mention)
+    await follow_merges(conn, scope, unique(by_key))
     # Only now are all exact resolutions of the call known, so entities the call's other mentions
     # name can be kept out of every candidate list.
     taken = {m.entity_id for m in unique(by_key) if m.entity_id is not None}
@@ -297,7 +304,23 @@ async def plan(
             taken.add(best.entity_id)
         else:
             mention.candidates = [c for c in judged if c.score >= limits.defer_at][:NEAR_MATCH_CANDIDATES]
+    await follow_merges(conn, scope, waiting)
     _merge_same_entity(by_key)
+
+
+async def follow_merges(conn: psycopg.AsyncConnection, scope: Scope, mentions: list[Mention]) -> None:
+    """Resolved mentions whose entity a person merged into another resolve to that other entity.
+
+    Runs under the scope's write lock (the merge verbs take it too), so a write sees a merge
+    either entirely or not at all.
+    """
+    redirect = await _redirects(conn, scope, [m.entity_id for m in mentions if m.entity_id is not None])
+    for mention in mentions:
+        if mention.entity_id in redirect:
+            mention.entity_id, mention.stored_name = redirect[mention.entity_id]
+            if mention.variant is not None:
+                mention.variant = mention.variant.model_copy(
+                    update={"entity_id": mention.entity_id, "name": mention.stored_name})
 
 
 def refuse_new_that_exists(planned_mentions: list[Mention]) -> None:
@@ -358,6 +381,14 @@ async def materialise(
             mention.learned.append(alias)
 
 
+async def _redirects(conn: psycopg.AsyncConnection, scope: Scope, ids: list[str]) -> dict[str, tuple[str, str]]:
+    """absorbed entity id -> (id, name) of the entity it answers as, for the ids a merge in force absorbed."""
+    if not ids:
+        return {}
+    rows = await (await conn.execute(CANONICAL, {"scope_id": scope.id, "ids": ids})).fetchall()
+    return {str(absorbed): (str(canonical), str(name)) for absorbed, canonical, name in rows}
+
+
 async def _fetch(conn: psycopg.AsyncConnection, sql: str, params: Params) -> tuple[object, ...] | None:
     return await (await conn.execute(sql, params)).fetchone()
 
@@ -406,9 +437,12 @@ async def candidates_for(
         )
     ).fetchall()
     others = {k for k, m in by_key.items() if m is not mention}
+    # An entity a person merged into another is a candidate as that other entity (its name is an
+    # alias of it now), so the agent is never offered an absorbed id.
+    redirect = await _redirects(conn, scope, list({str(r[0]) for r in rows}))
     best: dict[str, Candidate] = {}
     for entity_id, name, type_, matched, similarity in rows:
-        entity_id = str(entity_id)
+        entity_id, name = redirect.get(str(entity_id), (str(entity_id), str(name)))
         if entity_id in taken or key(str(name)) in others or key(str(matched)) in others:
             continue
         cosine = float(similarity) if similarity is not None else 0.0

@@ -32,6 +32,7 @@ ADMIN_VERBS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("writes", "add_causal_hints", {"session_id": "s-1", "hints": [
         {"fact_id": "00000000-0000-4000-8000-000000000001", "causal_hint": "caused_by", "quote": "because of x"}]}),
     ("writes", "clear_post_hoc", {"agent": "echo-distil"}),
+    ("writes", "entity_deferred", {}),
 )
 NOT_ADMINS = (
     Caller(org="", agent_id="ci-bot", read_scopes=["*"], write_scopes=["*"]),

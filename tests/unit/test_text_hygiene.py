@@ -80,6 +80,10 @@ VALID: dict[str, dict[str, Any]] = {
                     "reason": "deletion request", "ref": "DSR-1", "by": "dpo"},
     "ForgetFinishInput": {"erasure_id": "e-1"},
     "ForgetLogInput": {},
+    "EntityDeferredInput": {"scope": "shared"},
+    "EntityMergeInput": {"keep": "Stripe", "absorb": "Stripe API", "scope": "shared", "reason": "one vendor"},
+    "EntityUnmergeInput": {"entity": "Stripe", "alias": "Stripe API", "scope": "shared", "reason": "two things"},
+    "EntityRenameInput": {"entity": "Stripe", "new_name": "Stripe Inc", "scope": "shared", "reason": "legal name"},
 }
 
 

@@ -37,7 +37,8 @@ async def _decisions(stack: EchoStack) -> None:
 async def test_calibrate_reports_store_and_shipped_figures_and_records_a_row_without_applying(stack: EchoStack) -> None:
     await _decisions(stack)
     result = await stack.admin_call("writes", "calibrate", {"rounds": 200})
-    assert result["store_sources"] == {"confirmed_merges": 1, "new_answers": 1, "aliases": 1}
+    assert result["store_sources"] == {"confirmed_merges": 1, "new_answers": 1, "aliases": 1,
+                                       "person_merges": 0, "person_unmerges": 0}
     assert result["store_pairs"] == 3
     assert result["store"]["variants"] == 2 and result["store"]["lookalikes"] == 1
     combined = result["combined"]
@@ -84,7 +85,7 @@ async def test_the_calibrate_command_prints_the_figures_and_json(stack: EchoStac
     assert proc.returncode == 0, err.decode()
     text = out.decode()
     assert "Resolution AUC" in text and "95% CI" in text and "store + shipped set" in text
-    assert "store decisions: 3 pairs (1 confirmed merges, 1 new answers, 1 aliases)" in text
+    assert "store decisions: 3 pairs (1 confirmed merges, 1 new answers, 1 aliases, 0 person merges, 0 person unmerges)" in text
     proc = await asyncio.create_subprocess_exec(*cli, "--json", env=env, cwd=Path(__file__).parents[2],
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()

@@ -31,7 +31,13 @@ AUDIT_KINDS = (
     "post_hoc_cleared",
     "consolidation_run",  # after: the run id, its policy version and counts (no fact text)
     "consolidation_undone",  # after: the run id and what its undo reverted
+    # a person fixed identity (echo-memory entities): entity_id is the absorbed or renamed entity;
+    # after: merge_id, absorbed(_id), surviving(_id); a rename's before/after: name and aliases
+    "entity_merged",
+    "entity_unmerged",
+    "entity_renamed",
 )
+IDENTITY_KINDS = ("entity_merged", "entity_unmerged", "entity_renamed")
 
 MAX_AUDIT_PAGE = 1000
 
@@ -119,6 +125,13 @@ class EntityTrail(BaseModel):
     created_at: datetime
     resolutions: list[AuditEntry] = Field(
         default_factory=list, description="entity_created / entity_resolved rows (how: exact, alias, variant, agent-confirmed)"
+    )
+    identity: list[AuditEntry] = Field(
+        default_factory=list,
+        description="merges, unmerges and renames a person made of this entity or into it, oldest first",
+    )
+    merged_into: str | None = Field(
+        None, description="the entity id this one answers as now (a merge in force), else null",
     )
 
 
@@ -220,6 +233,22 @@ class AliasRecord(_Record):
     scope_id: str
     alias: str
     created_at: datetime
+
+
+class EntityMergeRecord(_Record):
+    """A person's merge (migration 0015): the absorbed entity answers as the surviving one until undone."""
+
+    type: Literal["entity_merge"] = "entity_merge"
+    id: int
+    scope_id: str
+    absorbed_id: str
+    surviving_id: str
+    merged_by: str
+    merged_at: datetime
+    reason: str
+    undone_by: str | None = None
+    undone_at: datetime | None = None
+    undo_reason: str | None = None
 
 
 class EpisodeRecord(_Record):
@@ -339,14 +368,15 @@ class IngestionRecord(_Record):
 
 
 ExportRecord = Annotated[
-    ScopeRecord | AgentRecord | EntityRecord | AliasRecord | EpisodeRecord | FactRecord | AuditRecord
+    ScopeRecord | AgentRecord | EntityRecord | AliasRecord | EntityMergeRecord | EpisodeRecord | FactRecord
+    | AuditRecord
     | ReadRecord | ReadResultRecord | SaveRecord | DocumentRecord | IngestionRecord,
     Field(discriminator="type"),
 ]
 
 # The order records appear in a file, so that every reference points at an earlier line.
 SECTIONS: tuple[str, ...] = (
-    "scope", "agent", "entity", "alias", "episode", "fact", "read", "read_result", "recall_save",
+    "scope", "agent", "entity", "alias", "entity_merge", "episode", "fact", "read", "read_result", "recall_save",
     "document", "document_ingestion", "audit",
 )
 
@@ -452,6 +482,9 @@ _REFERENCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("entity", "scope_id"): ("scope",),
     ("alias", "scope_id"): ("scope",),
     ("alias", "entity_id"): ("entity",),
+    ("entity_merge", "scope_id"): ("scope",),
+    ("entity_merge", "absorbed_id"): ("entity",),
+    ("entity_merge", "surviving_id"): ("entity",),
     ("episode", "scope_id"): ("scope",),
     ("fact", "scope_id"): ("scope",),
     ("fact", "episode_id"): ("episode",),

@@ -33,7 +33,8 @@ class CalibrateResult(BaseModel):
     calibration_id: int = Field(description="the resolution_calibration row this run recorded")
     computed_at: datetime
     store_pairs: int = Field(description="labelled pairs taken from the store's own resolution decisions")
-    store_sources: dict[str, int] = Field(description="confirmed merges, `new` answers and aliases, counted")
+    store_sources: dict[str, int] = Field(
+        description="confirmed merges, `new` answers, aliases, a person's merges and unmerges, counted")
     store: CalibrationFigures | None = Field(None, description="the store's pairs alone; null when it holds none")
     combined: CalibrationFigures = Field(description="the store's pairs and the shipped labelled set together")
     defer_at: float = Field(description="the deferral threshold in force before this run")

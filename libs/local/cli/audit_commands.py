@@ -181,6 +181,9 @@ def render_why(r: WhyResult) -> str:
         for a in e.resolutions:
             how = (a.after or {}).get("how")
             out.append(f"    {a.kind}{f' ({how})' if how else ''} by {a.agent_id} at {_t(a.created_at)}: {a.reason}")
+        if e.merged_into:
+            out.append(f"    answers now as entity {e.merged_into} (merged; `echo-memory entities unmerge` undoes it)")
+        out += [f"    {a.kind} by {a.agent_id} at {_t(a.created_at)}: {a.reason}" for a in e.identity]
     out.append(f"reads that returned it ({len(r.reads)}):")
     out += [f"  {_t(x.created_at)} {x.agent_id} rank {x.rank} score {x.score:.3f} query {x.query!r} (read {x.read_id})"
             for x in r.reads]

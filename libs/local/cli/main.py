@@ -33,6 +33,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "echo_memory.libs.local.cli.model_commands": ("distil", "infer-causal-hints"),
     "echo_memory.libs.local.cli.consolidate_commands": ("benchmark-tiers", "brief", "consolidate"),
     "echo_memory.libs.local.cli.forget_commands": ("forget",),
+    "echo_memory.libs.local.cli.entity_commands": ("entities",),
 }
 
 USAGE_ERROR = 2

@@ -1,0 +1,138 @@
+"""`echo-memory entities list --deferred | merge | unmerge | rename`: a person fixes entity identity.
+
+Each subcommand is one request to the writes service as the org's admin identity (verbs
+`entity_deferred`, `entity_merge`, `entity_unmerge`, `entity_rename`), so the operator and any
+tool acting as the admin reach the same code. A merge is a redirect, never an edit of facts:
+`unmerge` brings back exactly what was there (docs/operations.md, "Fixing entity identity").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.entities import (
+    EntityDeferredResult,
+    EntityMergeResult,
+    EntityRenameResult,
+    EntityUnmergeResult,
+)
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.cli.connection import admin_call
+from echo_memory.libs.server import eventloop
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("entities", help="fix entity identity: list deferred look-alikes, merge, unmerge, rename")
+    commands = parser.add_subparsers(dest="entities_command", required=True)
+
+    listing = commands.add_parser("list", help="entities waiting for a decision")
+    listing.add_argument("--deferred", action="store_true", required=True,
+                         help="the look-alikes writes deferred, with their candidates and scores")
+    listing.add_argument("--limit", type=int, default=100, help="at most this many (1-500)")
+    listing.set_defaults(func=deferred)
+
+    merge = commands.add_parser("merge", help="B becomes an alias of A; facts naming B answer as A")
+    merge.add_argument("keep", metavar="A", help="the entity that stays (name, alias or id)")
+    merge.add_argument("absorb", metavar="B", help="the entity that becomes A's alias")
+    merge.set_defaults(func=merge_entities)
+
+    unmerge = commands.add_parser("unmerge", help="ALIAS and the facts it brought become their own entity again")
+    unmerge.add_argument("entity", metavar="A")
+    unmerge.add_argument("alias", metavar="ALIAS", help="the entity A absorbed (its name, an alias or its id)")
+    unmerge.set_defaults(func=unmerge_entities)
+
+    rename = commands.add_parser("rename", help="give A a new name; the old name stays an alias")
+    rename.add_argument("entity", metavar="A")
+    rename.add_argument("new_name", metavar="NEW_NAME")
+    rename.set_defaults(func=rename_entity)
+
+    for sub_parser in (listing, merge, unmerge, rename):
+        sub_parser.add_argument("--scope", default=None,
+                                help="the scope (default: shared; for list, every scope the admin may read)")
+        sub_parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    for sub_parser in (merge, unmerge, rename):
+        sub_parser.add_argument("--reason", default=None, help="why, recorded in the audit log")
+
+
+def deferred(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints each waiting mention with its candidates, or that none wait; exit 1 with one line on an error."""
+    result = _call(settings, "entity_deferred", {"scope": args.scope, "limit": args.limit}, "list")
+    if result is None:
+        return 1
+    found = EntityDeferredResult.model_validate(result)
+    if _json(args, found):
+        return 0
+    if not found.deferred:
+        print("no deferred look-alikes are waiting for a decision")
+        return 0
+    for d in found.deferred:
+        print(f"{d.mention!r} (scope {d.scope}, agent {d.agent_id}, deferred {d.times}x, "
+              f"last {d.last_deferred_at.isoformat(timespec='seconds')})")
+        for c in d.candidates:
+            print(f"    {c.name!r} {c.entity_id} score {c.score:.3f} cosine {c.similarity:.3f} ({c.rule})")
+    if found.more:
+        print(f"(more than {args.limit}; raise --limit to see them)")
+    return 0
+
+
+def merge_entities(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints what was merged and how many facts follow; exit 1 with one line when refused."""
+    result = _call(settings, "entity_merge", {"keep": args.keep, "absorb": args.absorb, "scope": args.scope,
+                                              "reason": args.reason}, "merge")
+    if result is None:
+        return 1
+    merged = EntityMergeResult.model_validate(result)
+    if not _json(args, merged):
+        print(f"merged {merged.absorbed.name!r} into {merged.surviving.name!r} (scope {merged.surviving.scope}, "
+              f"merge {merged.merge_id}): {merged.facts_following} facts in force now answer as "
+              f"{merged.surviving.name!r}; undo with `echo-memory entities unmerge "
+              f"{merged.surviving.entity_id} {merged.absorbed.entity_id}`")
+    return 0
+
+
+def unmerge_entities(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints the entity given back and how many facts returned to it; exit 1 with one line when refused."""
+    result = _call(settings, "entity_unmerge", {"entity": args.entity, "alias": args.alias, "scope": args.scope,
+                                                "reason": args.reason}, "unmerge")
+    if result is None:
+        return 1
+    undone = EntityUnmergeResult.model_validate(result)
+    if not _json(args, undone):
+        print(f"{undone.restored.name!r} is its own entity again (out of {undone.entity.name!r}, merge "
+              f"{undone.merge_id} undone): {undone.facts_returned} facts in force answer as it")
+    return 0
+
+
+def rename_entity(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints the new name and the aliases; exit 1 with one line when refused."""
+    result = _call(settings, "entity_rename", {"entity": args.entity, "new_name": args.new_name,
+                                               "scope": args.scope, "reason": args.reason}, "rename")
+    if result is None:
+        return 1
+    renamed = EntityRenameResult.model_validate(result)
+    if not _json(args, renamed):
+        aliases = ", ".join(repr(a) for a in renamed.aliases) or "none"
+        print(f"renamed {renamed.old_name!r} to {renamed.entity.name!r} (scope {renamed.entity.scope}); "
+              f"aliases: {aliases}")
+    return 0
+
+
+def _call(settings: Settings, verb: str, body: dict[str, Any], what: str) -> dict[str, Any] | None:
+    """The verb's result, or None after printing its typed error on stderr."""
+    try:
+        return eventloop.run(admin_call(settings, "writes", verb, body), use_uvloop=settings.uvloop)
+    except EchoError as exc:
+        print(f"echo-memory entities {what}: {exc.code}: {exc.message}", file=sys.stderr)
+        return None
+
+
+def _json(args: argparse.Namespace, result: BaseModel) -> bool:
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+    return bool(args.json)
