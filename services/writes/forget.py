@@ -268,7 +268,8 @@ async def _erase(conn: psycopg.AsyncConnection, plan: _Plan, t: _Target, erasure
                       q.DELETE_IDEMPOTENCY, q.DELETE_STAGING, q.DELETE_DEFERRED, q.DELETE_DIGESTS,
                       q.DELETE_TIER_MOVES, q.DELETE_FACTS,
                       q.REWRITE_EPISODES, q.UNLINK_EPISODES, q.DELETE_DISTILLATIONS, q.DELETE_EPISODES,
-                      q.DELETE_ALIASES, q.DELETE_ENTITIES, q.DELETE_INGESTIONS, q.DELETE_DOCUMENTS):
+                      q.DELETE_ALIASES, q.DELETE_ENTITY_MERGES, q.DELETE_ENTITIES, q.DELETE_INGESTIONS,
+                      q.DELETE_DOCUMENTS):
         await conn.execute(statement, p)
 
 

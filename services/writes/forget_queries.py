@@ -183,6 +183,12 @@ DELETE_ALIASES = f"""
 DELETE FROM entity_aliases a
 WHERE a.scope_id = %(scope_id)s AND (a.entity_id = ANY(%(entity_ids)s::uuid[]) OR {_HOLDS.format(col="a.alias")})
 """
+# Merge decisions naming an erased entity (their reasons may name it too) go with it.
+DELETE_ENTITY_MERGES = """
+DELETE FROM entity_merges
+WHERE scope_id = %(scope_id)s
+  AND (absorbed_id = ANY(%(entity_ids)s::uuid[]) OR surviving_id = ANY(%(entity_ids)s::uuid[]))
+"""
 DELETE_ENTITIES = "DELETE FROM entities WHERE scope_id = %(scope_id)s AND id = ANY(%(entity_ids)s::uuid[])"
 DELETE_INGESTIONS = "DELETE FROM document_ingestions WHERE document_id = ANY(%(documents)s::uuid[])"
 DELETE_DOCUMENTS = "DELETE FROM documents WHERE id = ANY(%(documents)s::uuid[])"

@@ -294,3 +294,21 @@ async def test_consolidation_digests_and_tier_moves_go_with_the_facts(handlers: 
     assert done["counts"]["digests"] >= 1 and done["counts"]["tier_moves"] >= 1
     assert await marker_hits(handlers.conn, marker) == {}
     assert await rows(handlers, "SELECT count(*) FROM tier_moves") == [(0,)]
+
+
+async def test_erasing_a_merged_entity_takes_the_merge_decision_and_its_reason(handlers: Handlers) -> None:
+    marker = new_marker()
+    who = agent(handlers.org)
+    result = await handlers.call(who, "writes", "write_episode", episode(
+        [("Billing API", "service"), (f"Billing gateway {marker}", "service"), ("Postgres", "database")],
+        [fact("Billing API", "Postgres", "stores data in", "The billing API stores data in Postgres."),
+         fact(f"Billing gateway {marker}", "Postgres", "reads from", "The billing gateway reads from Postgres.")],
+        entity_resolutions=[{"mention": f"Billing gateway {marker}", "entity_id": "new"}]))
+    assert result["stored"], result
+    await handlers.admin_call("writes", "entity_merge", {"keep": "Billing API", "absorb": f"Billing gateway {marker}",
+                                                         "reason": f"same service, ticket {marker}"})
+    assert "entity_merges.reason" in await marker_hits(handlers.conn, marker)
+    await handlers.admin_call("writes", "forget", {"entity": f"Billing gateway {marker}", "confirm": True,
+                                                   "reason": "erasure request"})
+    assert await marker_hits(handlers.conn, marker) == {}
+    assert await rows(handlers, "SELECT count(*) FROM entity_merges") == [(0,)]
