@@ -80,6 +80,34 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("new identity", r"\bnew\s+(?:system\s+prompt|persona|role|objective|mission)\s*[:\-–—]"),
     ("new identity", r"\b(?:system|admin|developer|security)\s+override\b\s*[:!\-–—]"),
     ("new identity", r"\byou\s+(?:now\s+)?work\s+for\s+me\b"),
+    ("instructions revoked",
+     r"\b(?:previous|prior|earlier|old|original|above|initial|system)\s+(?:instructions?|guidance|rules|directives|"
+     r"prompts?|orders|guidelines)\s+(?:are|is|were|have\s+been|has\s+been)\s+(?:now\s+)?(?:void|cancell?ed|"
+     r"revoked|overridden|invalid|obsolete|null|suspended|lifted|no\s+longer\s+(?:valid|in\s+effect|apply))"),
+    ("instructions revoked",
+     r"\byour\s+(?:instructions|rules|guidelines|orders|directives|system\s+prompt)\s+(?:have|has)\s+(?:been\s+)?"
+     r"(?:changed|updated|replaced)"),
+    ("new identity", r"\byou(?:'re|\s+are)\s+now\s+(?:an?|the|my)\s+\w+"),
+    ("new identity", r"(?:^|[.!?;]\s+)(?:please\s+)?(?:act|behave|roleplay|role-play|pose)\s+as\b"),
+    ("new identity", r"\byour\s+(?:top\s+|first\s+|main\s+|only\s+|new\s+)?priority\s+is\s+now\b"),
+    ("new identity", r"\b(?:you\s+are|the\s+(?:assistant|agent|ai|model))\s+(?:is\s+)?(?:hereby|now)\s+"
+                     r"(?:authori[sz]ed|allowed|permitted|instructed|required|ordered)\b"),
+    ("new identity", r"\b(?:always|never)\s+(?:include|add|insert|append|mention|recommend|say|reply|respond|answer|"
+                     r"output)\b.{0,60}\b(?:in|to)\s+(?:every|all|each|any)\s+(?:answers?|responses?|replies|"
+                     r"reply|outputs?)\b"),
+    ("behind the user's back", r"(?:^|[.!?;]\s+)(?:please\s+)?(?:reply|respond|say|tell|answer)\s+(?:to\s+)?the\s+user\s+"
+                               r"(?:that|with)\b"),
+    ("new identity", r"\b(?:use|call|invoke|with|using)\s+your\s+(?:\w+\s+)?(?:tool|tools|function|functions|shell|"
+                     r"terminal|browser)\b"),
+    ("new identity", r"\b(?:skip|disable|bypass|turn\s+off|ignore)\s+(?:the\s+|your\s+|all\s+)?(?:safety|content)\s+"
+                     r"(?:checks?|filters?|guidelines|rules|guardrails|policies)\b"),
+    ("reveal the prompt", r"\b(?:reveal|print|show|output|leak|disclose|dump|display|send|paste|cat)\s+(?:me\s+)?"
+                          r"(?:the\s+)?contents?\s+of\s+(?:\.env|/etc/|~/|the\s+env|id_rsa|\.ssh|your\s+)"),
+    ("addressed to the reading model",
+     r"(?:^|[.!?;]\s+)(?:for|to)\s+(?:any|every|all|the)\s+(?:ai|llm|language\s+model|assistant|model|agent|chatbot)s?"
+     r"(?:\s+reading\s+this)?\s*:"),
+    ("addressed to the reading model",
+     r"(?:^|[.!?;]\s+)(?:hi|hello|hey|dear|yo)\s+(?:there\s+)?(?:ai|assistant|llm|model|bot|agent|chatgpt|claude)\s*[,!:]"),
     ("instructions superseded",
      r"\b(?:these|this|the following|new)\s+(?:\w+\s+)?(?:instructions?|rules|orders)\s+"
      r"(?:supersede|override|replace|take precedence over)"),
@@ -143,9 +171,9 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("addressed to the reading model",
      r"\b(?:upon|on|after)\s+(?:reading|seeing|retrieving|recalling|processing)\s+this\s*[,:]"),
     ("addressed to the reading model",
-     r"(?:^|[.!?;]\s+)(?:hey\s+|dear\s+)?(?:ai|assistant|llm|claude|chatgpt|gpt|model|bot)\s*,\s*(?:please\s+)?"
+     r"(?:^|[.!?;]\s+)(?:hey\s+|dear\s+)?(?:ai|assistant|llm|claude|chatgpt|gpt|model|bot|agent)\s*[,—–-]\s*(?:please\s+)?"
      r"(?:you|ignore|disregard|forget|discard|stop|do|don't|never|always|now|from|delete|send|run|execute|reveal|"
-     r"print|listen)\b"),
+     r"print|listen|your|new|previous)\b"),
     ("addressed to the reading model",
      r"\b(?:instructions?|orders|commands|directives)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?(?:ai|assistant|"
      r"agent|model|llm|bot)s?\s*:"),
@@ -195,6 +223,7 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("new identity", r"\b(?:du\s+bist|sie\s+sind)\s+(?:jetzt|nun|ab\s+sofort|ab\s+jetzt|von\s+nun\s+an)\b"),
     ("new identity", r"\b(?:ab\s+(?:jetzt|sofort)|von\s+nun\s+an)\b[\s,]+(?:bist|wirst|musst|sollst|antwortest|"
                      r"gibst|sind|werden|müssen)\s+(?:du|sie)\b"),
+    ("new identity", r"\b(?:befolge|folge|gehorche|befolgen\s+sie)\s+(?:ab\s+sofort|ab\s+jetzt|von\s+nun\s+an|nur\s+noch)"),
     ("new identity", r"\bneue\s+(?:system)?(?:anweisungen|instruktionen|befehle|regeln)\s*[:\-–—]"),
     ("reveal the prompt", r"\b(?:gib|zeig|zeige|verrate|nenne|wiederhole)\s+(?:mir\s+)?(?:deinen|den|deine|die)\s+"
                           r"(?:system[-\s]?prompt|systemanweisungen|anweisungen)"),
@@ -233,11 +262,12 @@ _PHRASES: tuple[tuple[str, str], ...] = (
      r"(?:ia|assistant|modèle|agent|llm)\b\s*[:,!]"),
     # Spanish
     ("disregard earlier instructions",
-     r"\b(?:ignora|ignore|ignoren|ignorar|olvida|olvide|olviden|olvidar|descarta|descarte|omite|omita|"
+     r"\b(?:ignora|ignorá|ignore|ignoren|ignorar|olvida|olvidá|olvide|olviden|olvidar|descarta|descartá|descarte|"
+     r"omite|omita|"
      r"haz\s+caso\s+omiso\s+de|haga\s+caso\s+omiso\s+de|no\s+hagas\s+caso\s+de)\s+(?:(?:todas|todos|las|tus|sus|"
      r"los|estas|de)\s+){0,3}(?:instrucciones|indicaciones|reglas|órdenes|directrices|directivas|normas|"
-     r"consignas|comandos)\s+(?:anteriores|previas|de\s+arriba|iniciales|originales|del\s+sistema|recibidas|"
-     r"dadas|antiguas)"),
+     r"consignas|comandos)\s+(?:anteriores|previas|de\s+arriba|de\s+antes|iniciales|originales|del\s+sistema|"
+     r"recibidas|dadas|antiguas)"),
     ("disregard earlier instructions",
      r"\b(?:ignora|ignore|olvida|olvide|olvidar|ignorar)\s+(?:todo\s+)?(?:lo\s+(?:anterior|que\s+te\s+dijeron|"
      r"dicho)|todo\s+lo\s+de\s+arriba)"),
@@ -292,6 +322,12 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("reveal the prompt", r"(?:输出|显示|泄露|告诉我|打印|重复|透露|展示|給我|给我)(?:你的|您的|一下)?(?:完整的?)?"
                           r"(?:系统提示|系統提示|系统指令|初始提示|隐藏指令|提示词)"),
     ("behind the user's back", r"(?:不要|别|不得|切勿)(?:告诉|通知|提醒|让)(?:用户|使用者|用戶)"),
+    ("reveal the prompt", r"(?:你的|您的)?(?:系统提示|系統提示|系统指令|提示词|初始提示)[^。.!！]{0,6}"
+                          r"(?:输出|显示|告诉|打印|发给|泄露|透露)"),
+    ("behind the user's back", r"(?:忽略|无视|不要理会)(?:用户|使用者|用戶)的?.{0,4}(?:问题|请求|消息|指令)"),
+    ("new identity", r"只(?:回复|回答|输出|返回)[“\"「『]"),
+    ("addressed to the reading model", r"(?:读到|看到|读取|讀到)(?:这条|此条|本条|這條)(?:记忆|消息|内容|記憶)的?"
+                                       r"(?:ai|助手|模型|智能体)"),
     ("addressed to the reading model",
      r"(?:致|给|給)(?:所有|任何)?(?:阅读此|读到这|讀到這)?.{0,4}(?:ai|人工智能|助手|模型|智能体).{0,3}[:：，,！!]"),
     ("addressed to the reading model", r"(?:如果|若)(?:你|您)是(?:一个)?(?:ai|人工智能|助手|语言模型|大模型|智能体)"),
@@ -307,6 +343,9 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     ("reveal the prompt", r"(?:システムプロンプト|初期プロンプト|隠された指示|あなたの指示)を(?:すべて|全て)?"
                           r"(?:表示|出力|教え|見せ|明かし|繰り返)"),
     ("behind the user's back", r"(?:ユーザー|利用者)に(?:は)?(?:知らせ|伝え|言わ|教え)(?:ず|ないで)"),
+    ("new identity", r"と(?:答え|返答|回答|返信)(?:ること|なさい|てください|ろ|よ)"),
+    ("addressed to the reading model", r"(?:この|本)(?:記憶|メモ|メッセージ|文章|エントリ)を(?:読んだ|読む|見た|処理する)"
+                                       r"(?:ai|エージェント|アシスタント|モデル)"),
     ("addressed to the reading model", r"(?:ai|aiアシスタント|アシスタント|言語モデル|エージェント)(?:へ|に)の?"
                                        r"(?:注意|メッセージ|指示|お知らせ)\s*[:：]"),
     ("addressed to the reading model", r"(?:もし)?(?:あなた|君)が(?:ai|言語モデル|アシスタント|エージェント)(?:なら|であれば)"),
