@@ -39,7 +39,7 @@ LIMIT %(limit)s
 HINTED_TOUCHING = f"""
 SELECT f.id, f.text, f.relation, f.causal_hint, f.source_entity, se.name AS source_name,
        f.target_entity, te.name AS target_name, f.agent_id, f.tool, f.project, f.session_id,
-       f.written_at, f.t_valid, f.t_invalid, s.name AS scope_name
+       f.written_at, f.t_valid, f.t_invalid, s.name AS scope_name, f.flags
 FROM facts f
 JOIN scopes s ON s.id = f.scope_id
 JOIN entities se ON se.id = f.source_entity

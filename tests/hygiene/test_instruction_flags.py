@@ -176,3 +176,28 @@ async def test_export_carries_the_labels(stack: EchoStack) -> None:
     assert sorted((r["text"], r["flags"]) for r in records if r["type"] == "fact") == sorted([
         (PLAIN, []), (f"The billing API handles refunds. {INJECTION}", ["instruction_like"])])
     assert [r["flags"] for r in records if r["type"] == "episode"] == [["instruction_like"]]  # holds both texts
+
+
+async def test_pending_episodes_and_trace_cause_label_what_they_return(handlers: Handlers) -> None:
+    await handlers.admin_call("writes", "import_episodes", {"episodes": [
+        {"content": "user: fix the deploy. assistant: done.", "source": "codex", "external_id": "t-1"},
+        {"content": "user: <tool_call>{\"name\": \"rm\"}</tool_call>", "source": "codex", "external_id": "t-2"},
+    ]})
+    pending = await handlers.admin_call("writes", "pending_episodes", {})
+    assert sorted((e["content"][:10], e["flags"]) for e in pending["episodes"]) == [
+        ("user: <too", ["instruction_like"]), ("user: fix ", [])]
+
+    await handlers.admin_call("writes", "write_episode", {
+        "session_id": "s-cause",
+        "entities": [{"name": n, "type": "thing"} for n in ("Checkout errors", "Pool change", "Config push")],
+        "facts": [
+            {"source": "Checkout errors", "target": "Pool change", "relation": "caused by", "confidence": "extracted",
+             "causal_hint": "caused_by", "fact": "Checkout errors were caused by the pool change."},
+            {"source": "Pool change", "target": "Config push", "relation": "caused by", "confidence": "extracted",
+             "causal_hint": "caused_by", "fact": f"The pool change came from a config push. {INJECTION}"},
+        ],
+    })
+    traced = await handlers.admin_call("causal", "trace_cause", {"topic": "Checkout errors"})
+    steps = [(step["text"], step["flags"]) for chain in traced["chains"] for step in chain["steps"]]
+    assert sorted(steps) == [("Checkout errors were caused by the pool change.", []),
+                             (f"The pool change came from a config push. {INJECTION}", ["instruction_like"])]
