@@ -7,8 +7,14 @@ without moving unflagged results relative to each other.
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
 
+import psycopg
+
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.local.cli.audit_commands import admin_session, export_to, import_lines
 from echo_memory.libs.testing import EchoStack
 from echo_memory.libs.testing.tiers import Handlers
 
@@ -201,3 +207,30 @@ async def test_pending_episodes_and_trace_cause_label_what_they_return(handlers:
     steps = [(step["text"], step["flags"]) for chain in traced["chains"] for step in chain["steps"]]
     assert sorted(steps) == [("Checkout errors were caused by the pool change.", []),
                              (f"The pool change came from a config push. {INJECTION}", ["instruction_like"])]
+
+
+async def test_restoring_a_file_from_before_the_labels_labels_the_text(stack: EchoStack) -> None:
+    await stack.admin_call("writes", "scope_create", {"name": "team-a"})
+    await stack.admin_call("writes", "write_episode", {**_episode([
+        ("Billing API", "Postgres", "stores invoices in", PLAIN),
+        ("Billing API", "Refunds", "handles", f"The billing API handles refunds. {INJECTION}"),
+    ]), "scope": "team-a"})
+    settings = Settings(org=stack.org, nats_url=stack.nats_url)
+    out = io.StringIO()
+    async with admin_session(settings) as call:
+        await export_to(call, out, scope="team-a", progress=None, timeout=30)
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    labelled = [r for r in records if r.get("type") in ("fact", "episode")]
+    assert labelled and all("flags" in r for r in labelled)
+    for record in labelled:  # as a file written before schema v14 holds them
+        del record["flags"]
+    async with admin_session(settings) as call:
+        await import_lines(call, records, scope="team-b", progress=None, timeout=30)
+    async with await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True) as conn:
+        rows = await (await conn.execute(
+            "SELECT f.text, f.flags FROM facts f JOIN scopes s ON s.id = f.scope_id WHERE s.name = 'team-b' "
+            "UNION ALL SELECT e.content, e.flags FROM episodes e JOIN scopes s ON s.id = e.scope_id "
+            "WHERE s.name = 'team-b' ORDER BY 1")).fetchall()
+    assert sorted(rows) == sorted([
+        (PLAIN, []), (f"The billing API handles refunds. {INJECTION}", ["instruction_like"]),
+        (f"{PLAIN}\nThe billing API handles refunds. {INJECTION}", ["instruction_like"])])
