@@ -87,11 +87,16 @@ async def test_query_memory_labels_and_ranks_a_flagged_fact_below_an_equally_rel
     assert abs(flagged["score"] - plain["score"]) < 0.1  # comparable evidence (score is the cosine)
     assert plain["rank"] < flagged["rank"]
 
+    about = await handlers.admin_call("retrieval", "query_memory", {"query": QUERY, "about": ["Billing API"]})
+    assert [i["text"] for i in about["results"]] == [PLAIN, FLAGGED]
+
     # The same store with the labels cleared: the flagged fact leads (its words match the query
     # best), and nothing else moves.
     await handlers.conn.execute("UPDATE facts SET flags = '{}'")
     unlabelled = await handlers.admin_call("retrieval", "query_memory", {"query": QUERY, "include_episodes": False})
     assert unlabelled["results"][0]["text"] == FLAGGED
+    about = await handlers.admin_call("retrieval", "query_memory", {"query": QUERY, "about": ["Billing API"]})
+    assert [i["text"] for i in about["results"]] == [FLAGGED, PLAIN]
     assert [i["text"] for i in unlabelled["results"] if i["text"] != FLAGGED] == \
         [i["text"] for i in found["results"] if i["text"] != FLAGGED]
     assert {i["text"]: i["score"] for i in unlabelled["results"]} == {i["text"]: i["score"] for i in found["results"]}
