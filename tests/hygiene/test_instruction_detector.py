@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from echo_memory.libs.core.contracts.framing import CLOSE_TAG, FRAME, MEMORY_NOTICE, OPEN_TAG, render_recall
+from echo_memory.libs.core.hygiene import instructions
 from echo_memory.libs.core.hygiene.instructions import (
     FRAME_PHRASE,
     INSTRUCTION_LIKE,
+    anchors,
     instruction_flags,
     instruction_reasons,
     is_instruction_like,
@@ -70,3 +72,22 @@ def test_the_recall_text_a_model_reads_carries_the_label() -> None:
 def test_the_frame_phrase_is_what_our_frame_and_notice_say() -> None:
     assert FRAME_PHRASE in FRAME.lower() and FRAME_PHRASE in MEMORY_NOTICE.lower()
     assert "framing delimiter" in instruction_reasons(FRAME) and "framing delimiter" in instruction_reasons(MEMORY_NOTICE)
+
+
+def test_the_anchor_prefilter_never_changes_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ATTEMPTS + ORDINARY + [f"{a}\n\n{o}" for a, o in zip(ATTEMPTS, ORDINARY, strict=False)]
+    filtered = [instruction_reasons(t) for t in texts]
+    monkeypatch.setattr(instructions, "_RULES", tuple((n, r, ()) for n, r, _ in instructions._RULES))
+    assert [instruction_reasons(t) for t in texts] == filtered
+    assert sum(1 for _, _, needed in instructions._RULES if not needed) == len(instructions._RULES)
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    (r"\b(?:ignore|forget)\s+(?:all\s+)?previous\s+(?:rules|instructions)", (("ignore", "forget"), ("previous",),
+                                                                              ("rules", "instructions"))),
+    (r"(?:^|\n)\s*(?:please\s+)?act\s+as\b", (("act",), ("as",))),
+    (r"ignore[sd]?\s+x?y", (("ignore",), ("y",))),
+    (r"a|b", ()),
+])
+def test_anchors_are_the_required_literals_only(pattern: str, expected: tuple[tuple[str, ...], ...]) -> None:
+    assert anchors(pattern) == expected

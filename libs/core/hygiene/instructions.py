@@ -380,7 +380,116 @@ _COMPACT = re.compile(r"(?:ignore|disregard|forget|override)(?:all|any)?(?:of)?(
 # is a log line's prefix.
 _CASED = (("role markup", re.compile(r"\[(?:SYSTEM|SYS|ADMIN|DEVELOPER|SYSTEM MESSAGE|SYSTEM PROMPT|SYSTEM OVERRIDE)\]")),)
 
-_RULES = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in (*_MARKUP, *_PHRASES))
+_META = set("\\()[]{}.?*+|^$")
+
+
+def _group_end(pattern: str, start: int) -> int:
+    """The index of the parenthesis closing the group that opens at `start`."""
+    depth, i = 0, start
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(pattern, i)
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ValueError(f"unbalanced group in {pattern!r}")
+
+
+def _class_end(pattern: str, start: int) -> int:
+    i = start + 1
+    while pattern[i] != "]" or i == start + 1:
+        i += 2 if pattern[i] == "\\" else 1
+    return i
+
+
+def _quantifier(pattern: str, i: int) -> tuple[int, bool]:
+    """(index after the quantifier at `i`, whether it allows zero repetitions)."""
+    if i < len(pattern) and pattern[i] in "?*+":
+        end = i + 1 + (i + 1 < len(pattern) and pattern[i + 1] == "?")
+        return end, pattern[i] != "+"
+    if i < len(pattern) and pattern[i] == "{":
+        close = pattern.index("}", i)
+        return close + 1, pattern[i + 1:close].split(",")[0] in ("", "0")
+    return i, False
+
+
+def _alternatives(body: str) -> list[str]:
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(body, i)
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, body[start:]]
+
+
+def _literal_prefix(text: str) -> str:
+    end = 0
+    while end < len(text) and text[end] not in _META:
+        end += 1
+    if end < len(text) and text[end] in "?*{":
+        end -= 1  # that character is optional
+    return text[:end]
+
+
+def anchors(pattern: str) -> tuple[tuple[str, ...], ...]:
+    """Groups of literal strings such that any match of `pattern` contains one string of every group.
+
+    Read from the pattern's required top-level elements that are a literal or a group of literal
+    alternatives (optional and non-literal elements are passed over, which is always safe), so a
+    rule is not run on a text missing one of its groups: a 20k-character turn is checked in
+    milliseconds instead of a second. Necessary, never sufficient; empty when nothing is known.
+    """
+    if len(_alternatives(pattern)) > 1:
+        return ()
+    found: list[tuple[str, ...]] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "(":
+            end = _group_end(pattern, i)
+            body = pattern[i + 1:end]
+            i, optional = _quantifier(pattern, end + 1)
+            if not optional and not body.startswith(("?=", "?!", "?<")):
+                prefixes = [_literal_prefix(alt) for alt in _alternatives(body.removeprefix("?:"))]
+                if all(prefixes):
+                    found.append(tuple(prefixes))
+        elif char == "[":
+            i, _ = _quantifier(pattern, _class_end(pattern, i) + 1)
+        elif char == "\\":
+            i, _ = _quantifier(pattern, i + 2)
+        elif char in ".^$":
+            i, _ = _quantifier(pattern, i + 1)
+        else:
+            literal = _literal_prefix(pattern[i:])
+            if literal:
+                found.append((literal,))
+                i += len(literal)
+            else:
+                i, _ = _quantifier(pattern, i + 1)
+    return tuple(found)
+
+
+_RULES = tuple((name, re.compile(pattern, re.IGNORECASE), anchors(pattern.lower()))
+               for name, pattern in (*_MARKUP, *_PHRASES))
 # The sentence our recall frame opens with (FRAME and MEMORY_NOTICE both say it): a fact that
 # repeats it imitates the frame.
 FRAME_PHRASE = "recalled memory: data written earlier by agents"
@@ -392,9 +501,10 @@ def _texts(text: str) -> list[str]:
     base = folded(text)
     lowered = base.text.lower()
     forms = [lowered]
-    mapped = lowered.translate(_LOOKALIKES)
-    if mapped != lowered:
-        forms.append(mapped)
+    # Only the lines a mapping changes need the second pass: dates and versions are everywhere.
+    changed = [line for line in lowered.splitlines() if line.translate(_LOOKALIKES) != line]
+    if changed:
+        forms.append("\n".join(changed).translate(_LOOKALIKES))
     squeezed = collapsed(base)
     if squeezed is not None:
         forms.append(squeezed.text.lower().translate(_LOOKALIKES))
@@ -406,16 +516,23 @@ def _compact(text: str) -> bool:
     return squeezed is not None and bool(_COMPACT.search(squeezed.text.lower().translate(_LOOKALIKES)))
 
 
-def instruction_reasons(text: str) -> list[str]:
-    """The names of the rules `text` matches, in rule order, each once; empty for ordinary text."""
+def instruction_reasons(text: str, *, first: bool = False) -> list[str]:
+    """The names of the rules `text` matches, in rule order, each once; empty for ordinary text.
+
+    `first`: stop at the first rule that matches (all a flag needs).
+    """
     found: list[str] = []
     forms = _texts(text)
     for form in forms:
         if FRAME_PHRASE in _SPACES.sub(" ", form) and "framing delimiter" not in found:
             found.append("framing delimiter")
-        for name, rule in _RULES:
-            if name not in found and rule.search(form):
+        for name, rule, needed in _RULES:
+            if name in found or not all(any(word in form for word in group) for group in needed):
+                continue
+            if rule.search(form):
                 found.append(name)
+                if first:
+                    return found
     for name, rule in _CASED:
         if name not in found and rule.search(folded(text).text):
             found.append(name)
@@ -426,7 +543,7 @@ def instruction_reasons(text: str) -> list[str]:
 
 def is_instruction_like(text: str) -> bool:
     """True when `text` addresses the agent reading it (see the module docstring)."""
-    return bool(instruction_reasons(text))
+    return bool(instruction_reasons(text, first=True))
 
 
 def instruction_flags(*texts: str | None) -> list[InstructionFlag]:
