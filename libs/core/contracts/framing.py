@@ -51,10 +51,11 @@ def render_recall(result: dict[str, Any]) -> str:
             if part
         )
         text = strip_delimiters(item.get("text", ""))
+        score = item.get("score")
+        shown = "not scored" if score is None else f"score={score:.3f}"
         # A stored text that addresses the reader says so where the model reads it (docs/security.md).
         label = "".join(f" {flag}" for flag in item.get("flags") or [])
-        lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} score={item.get('score'):.3f}{label}] "
-                     f"{text} ({where})")
+        lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} {shown}{label}] {text} ({where})")
     if items and result.get("note"):
         lines.append(f"note: {result['note']}")
     lines.append(f"read_id: {result.get('read_id')}  tokens: {result.get('total_tokens')}")
