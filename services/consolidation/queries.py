@@ -104,7 +104,7 @@ UPDATE consolidation_runs SET undone_at = clock_timestamp() WHERE id = %(run_id)
 # The current facts of a scope with what an entity digest is built from.
 CURRENT_FACTS = """
 SELECT f.id::text AS id, f.source_entity::text AS source, f.target_entity::text AS target, f.relation, f.text,
-       f.written_at, f.project, f.supersedes::text AS supersedes, f.embedding
+       f.written_at, f.project, f.session_id AS session, f.supersedes::text AS supersedes, f.embedding
 FROM facts f
 WHERE f.scope_id = %(scope_id)s AND f.t_invalid IS NULL
 ORDER BY f.id
@@ -119,12 +119,12 @@ SELECT id::text, text, t_invalid FROM facts WHERE scope_id = %(scope_id)s AND id
 """
 
 CURRENT_DIGESTS = """
-SELECT id::text, subject_id::text AS subject_id, version, member_hash, summary
-FROM digests WHERE scope_id = %(scope_id)s AND kind = 'entity' AND valid_to IS NULL
+SELECT id::text, kind, subject_id::text AS subject_id, version, member_hash, summary
+FROM digests WHERE scope_id = %(scope_id)s AND valid_to IS NULL
 """
 
 LAST_VERSIONS = """
-SELECT subject_id::text, max(version) FROM digests WHERE scope_id = %(scope_id)s AND kind = 'entity' GROUP BY subject_id
+SELECT kind, subject_id::text, max(version) FROM digests WHERE scope_id = %(scope_id)s GROUP BY kind, subject_id
 """
 
 END_DIGEST = """
@@ -135,7 +135,7 @@ WHERE id = %(id)s AND scope_id = %(scope_id)s AND valid_to IS NULL
 INSERT_DIGEST = """
 INSERT INTO digests (scope_id, kind, subject_id, version, member_ids, member_hash, summary, token_count, projects,
                      first_seen, last_seen, embedding, run_id)
-VALUES (%(scope_id)s, 'entity', %(subject_id)s, %(version)s, %(member_ids)s::uuid[], %(member_hash)s, %(summary)s,
+VALUES (%(scope_id)s, %(kind)s, %(subject_id)s, %(version)s, %(member_ids)s::uuid[], %(member_hash)s, %(summary)s,
         %(token_count)s, %(projects)s, %(first_seen)s, %(last_seen)s, %(embedding)s, %(run_id)s)
 """
 
@@ -159,6 +159,6 @@ SELECT d.id::text AS digest_id, s.name AS scope_name, e.name AS entity, d.summar
 FROM digests d
 JOIN scopes s ON s.id = d.scope_id
 JOIN entities e ON e.id = d.subject_id
-WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
+WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.kind = 'entity' AND d.valid_to IS NULL
 ORDER BY in_project DESC NULLS LAST, d.last_seen DESC, cardinality(d.member_ids) DESC, e.name, d.id
 """

@@ -25,3 +25,9 @@ class ConsolidationSettings(BaseModel):
     digest_facts_per_relation: int = Field(3, ge=1, description="the newest facts a digest quotes per relation")
     digest_relations: int = Field(6, ge=1, description="relations a digest quotes, the most used first")
     digest_neighbours: int = Field(5, ge=0, description="entities most often joined to it that a digest names")
+    topic_threshold: float = Field(
+        0.5, ge=-1, le=1, description="a fact joins a topic only if its cosine to the topic's centre is at least this "
+        "and it shares an entity or a session with the topic"
+    )
+    topic_cap: int = Field(48, ge=2, description="facts a topic holds at most; a full topic takes no more")
+    topic_sentences: int = Field(3, ge=1, description="member sentences a topic digest quotes (central and diverse)")
