@@ -135,7 +135,7 @@ async def import_episodes(
     # the scope's write lock, so other writers of the scope do not queue behind it.
     vectors = await embed_across_cores(embedder, [e.content for _, e in fresh], batch_size=EMBED_BATCH)
     # Instruction-like turns are stored as they are, labelled (docs/security.md); a 20k-character
-    # turn takes the detector ~0.2 s, so this too runs off the event loop and before the lock.
+    # turn takes the detector ~0.1 s, so this too runs off the event loop and before the lock.
     flags = await asyncio.to_thread(lambda: [instruction_flags(e.content, e.speaker) for _, e in fresh])
     await conn.execute(SCOPE_WRITE_LOCK, (scope.id,))
     if fresh:
