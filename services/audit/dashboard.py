@@ -126,7 +126,8 @@ async def entity_facts(conn: psycopg.AsyncConnection, caller: Caller, args: Enti
     facts = [EntityFact(fact_id=str(r["id"]), text=r["text"], source=r["source"], target=r["target"],
                         relation=r["relation"], role=r["role"], agent_id=r["agent_id"], tool=r["tool"],
                         project=r["project"], session_id=r["session_id"], written_at=r["written_at"],
-                        valid_from=r["t_valid"], valid_until=r["t_invalid"], valid_at_as_of=bool(r["valid_at"]))
+                        valid_from=r["t_valid"], valid_until=r["t_invalid"], valid_at_as_of=bool(r["valid_at"]),
+                        flags=list(r["flags"] or []))
              for r in rows]
     return EntityFactsResult(entity_id=entity_id, name=entity["name"], type=entity["type"],
                              scope=public_name(entity["scope_name"]), aliases=list(entity["aliases"]),

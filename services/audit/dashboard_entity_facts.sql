@@ -3,7 +3,7 @@
 SELECT f.id, f.text, se.name AS source, te.name AS target, f.relation,
        CASE WHEN f.source_entity = %(entity_id)s THEN 'source' ELSE 'target' END AS role,
        f.agent_id, f.tool, f.project, f.session_id, f.written_at, f.t_valid, f.t_invalid,
-       (f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s)) AS valid_at,
+       (f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s)) AS valid_at, f.flags,
        count(*) OVER () AS total
 FROM facts f
 JOIN entities se ON se.id = f.source_entity

@@ -70,7 +70,7 @@ ORDER BY merged_at, id LIMIT %(limit)s
 """,
     "episode": """
 SELECT id, scope_id, kind, agent_id, tool, project, session_id, speaker, content, occurred_at, written_at,
-       metadata, embedding, token_count, tier, seq, written_at AS k1, id AS k2
+       metadata, embedding, token_count, tier, seq, flags, written_at AS k1, id AS k2
 FROM episodes
 WHERE scope_id = ANY(%(scope_ids)s) AND written_at <= %(cutoff)s
   AND """ + _KEY2.format(cols="written_at, id", t2="uuid") + """
@@ -80,7 +80,7 @@ ORDER BY written_at, id LIMIT %(limit)s
 SELECT id, scope_id, episode_id, source_entity, target_entity, relation, text, confidence, causal_hint,
        hint_origin, t_valid, CASE WHEN t_invalid <= %(cutoff)s THEN t_invalid END AS t_invalid, supersedes,
        agent_id, tool, project, session_id, written_at, tier, access_count, last_read_at, embedding,
-       token_count, written_at AS k1, id AS k2
+       token_count, flags, written_at AS k1, id AS k2
 FROM facts
 WHERE scope_id = ANY(%(scope_ids)s) AND written_at <= %(cutoff)s
   AND """ + _KEY2.format(cols="written_at, id", t2="uuid") + """
@@ -236,19 +236,19 @@ VALUES (%(scope_id)s, %(absorbed_id)s, %(surviving_id)s, %(merged_by)s, %(merged
 """
 INSERT_EPISODE = """
 INSERT INTO episodes (id, scope_id, kind, agent_id, tool, project, session_id, speaker, content, occurred_at,
-                      written_at, metadata, embedding, token_count, tier, seq)
+                      written_at, metadata, embedding, token_count, tier, seq, flags)
 VALUES (%(id)s, %(scope_id)s, %(kind)s, %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(speaker)s,
         %(content)s, %(occurred_at)s, %(written_at)s, %(metadata)s, %(embedding)s, %(token_count)s, %(tier)s,
-        %(seq)s)
+        %(seq)s, %(flags)s)
 """
 INSERT_FACT = """
 INSERT INTO facts (id, scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
                    causal_hint, hint_origin, t_valid, t_invalid, supersedes, agent_id, tool, project, session_id,
-                   written_at, tier, access_count, last_read_at, embedding, token_count)
+                   written_at, tier, access_count, last_read_at, embedding, token_count, flags)
 VALUES (%(id)s, %(scope_id)s, %(episode_id)s, %(source_entity)s, %(target_entity)s, %(relation)s, %(text)s,
         %(confidence)s, %(causal_hint)s, %(hint_origin)s, %(t_valid)s, %(t_invalid)s, %(supersedes)s,
         %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(written_at)s, %(tier)s, %(access_count)s,
-        %(last_read_at)s, %(embedding)s, %(token_count)s)
+        %(last_read_at)s, %(embedding)s, %(token_count)s, %(flags)s)
 """
 INSERT_READ = """
 INSERT INTO reads (id, agent_id, tool, query, scopes, as_of, tokens, created_at)

@@ -99,6 +99,7 @@ async def read_figures(
     recall_mean = reads["recall_tokens_mean"]
     last_real = facts["last_real_write"]
     calibration = await _one(conn, "calibration", params)
+    flagged = await _one(conn, "instruction_like", params)
     return HealthFigures(
         scopes=[s.name for s in scopes], window_days=window_days,
         facts=facts["facts"], active_facts=facts["active_facts"], bulk_facts=facts["bulk_facts"],
@@ -113,6 +114,8 @@ async def read_figures(
         recall_share_of_dump=recall_mean / dump if recall_mean is not None and dump else None,
         saves=saves, saves_per_read=saves / count if count else None,
         deferred_waiting=(await _one(conn, "deferred_waiting", params))["deferred_waiting"],
+        instruction_like_facts=flagged["instruction_like_facts"],
+        instruction_like_episodes=flagged["instruction_like_episodes"],
         lexical_stale=_lexical_stale(await _all(conn, "lexical", params), names),
         embedding_mismatch=[EmbeddingState(scope=names[str(r["scope_id"])], model=r["model"])
                             for r in await _all(conn, "embedding_models", params) if r["model"] != CODE_MODEL],
@@ -162,7 +165,7 @@ def score_checks(f: HealthFigures) -> list[HealthCheck]:
     """The weighted checks (weights add up to 100) from the figures alone."""
     return [
         _freshness(f), _bulk(f), _agents(f), _read_rate(f), _read_hits(f), _recall_cost(f), _saves(f),
-        _deferred(f), _indexes(f), _schema(f), _calibration(f),
+        _deferred(f), _indexes(f), _schema(f), _calibration(f), _instruction_like(f),
     ]
 
 
@@ -251,6 +254,16 @@ def _schema(f: HealthFigures) -> HealthCheck:
     same = f.schema_version == f.code_schema_version
     return _check("schema_version", 3, 1.0 if same else 0.0,
                   f"schema {f.schema_version}, code {f.code_schema_version}", "run `echo-memory init-db`")
+
+
+def _instruction_like(f: HealthFigures) -> HealthCheck:
+    """Worth no points (the text is stored and labelled either way), but listed so a person reviews it."""
+    found = f.instruction_like_facts + f.instruction_like_episodes
+    detail = (f"{f.instruction_like_facts} active facts and {f.instruction_like_episodes} episodes address the "
+              "agent reading them (labelled instruction_like, ranked below other evidence)")
+    return _check("instruction_like", 0, 0.0 if found else 1.0, detail,
+                  "review them in the dashboard (filter: instruction-like) and ask `why` about each fact: "
+                  "someone may be trying to steer agents through shared memory")
 
 
 def _calibration(f: HealthFigures) -> HealthCheck:

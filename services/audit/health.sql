@@ -48,6 +48,15 @@ SELECT count(*) AS deferred_waiting
 FROM deferred_mentions d
 WHERE d.scope_id = ANY(%(scope_ids)s) AND d.resolved_at IS NULL
 
+-- name: instruction_like
+-- Rows labelled at write time (migration 0014); the partial indexes hold only flagged rows.
+SELECT (SELECT count(*) FROM facts f
+        WHERE f.scope_id = ANY(%(scope_ids)s) AND f.flags <> '{}' AND 'instruction_like' = ANY(f.flags)
+          AND f.t_invalid IS NULL) AS instruction_like_facts,
+       (SELECT count(*) FROM episodes e
+        WHERE e.scope_id = ANY(%(scope_ids)s) AND e.flags <> '{}' AND 'instruction_like' = ANY(e.flags))
+           AS instruction_like_episodes
+
 -- name: lexical
 -- Rows each corpus holds against what its statistics count (the triggers of migration 0003 count
 -- every inserted row; a rebuild by `echo-memory reindex` recounts them).

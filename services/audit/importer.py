@@ -32,6 +32,7 @@ from echo_memory.libs.core.contracts.audit import (
 )
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import InvalidArgument, SchemaTooNew
+from echo_memory.libs.core.hygiene.instructions import instruction_flags
 from echo_memory.libs.server.store import embedding_models
 from echo_memory.libs.server.store.access import SHARED
 from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
@@ -211,6 +212,10 @@ def _row(record: Any, plan: _Plan) -> tuple[str, dict[str, Any]]:
         data["embedding"] = _vector(data["embedding"])
     if record.type == "episode":
         data["metadata"] = Jsonb(data["metadata"])
+    if record.type in ("episode", "fact") and data["flags"] is None:
+        # A file from before schema v14 carries no labels: label the text as a write would.
+        data["flags"] = instruction_flags(data["content"]) if record.type == "episode" else instruction_flags(
+            data["text"])
     if record.type == "read":
         data["scopes"] = [plan.renames.get(s, s) for s in data["scopes"]]
     if record.type == "audit":

@@ -49,7 +49,7 @@ WITH RECURSIVE back AS (
 )
 SELECT f.id, f.text, f.relation, f.confidence, f.causal_hint, f.hint_origin, f.supersedes, f.episode_id,
        f.agent_id, f.tool, f.project, f.session_id, f.written_at, f.t_valid, f.t_invalid,
-       f.source_entity, se.name AS source, f.target_entity, te.name AS target
+       f.source_entity, se.name AS source, f.target_entity, te.name AS target, f.flags
 FROM facts f
 JOIN entities se ON se.id = f.source_entity
 JOIN entities te ON te.id = f.target_entity

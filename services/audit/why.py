@@ -103,5 +103,5 @@ def _version(r: dict[str, Any], scope: str, *, asked: bool) -> FactVersion:
         provenance=Provenance(agent_id=r["agent_id"], tool=r["tool"], project=r["project"],
                               session_id=r["session_id"], written_at=r["written_at"], valid_from=r["t_valid"],
                               valid_until=r["t_invalid"], scope=scope),
-        is_asked=asked,
+        is_asked=asked, flags=list(r.get("flags") or []),
     )

@@ -59,7 +59,7 @@ WITH grp AS (
 SELECT f.id, f.text, f.relation, f.causal_hint, coalesce(cs.canonical_id, f.source_entity) AS source_entity,
        se.name AS source_name, coalesce(ct.canonical_id, f.target_entity) AS target_entity,
        te.name AS target_name, f.agent_id, f.tool, f.project, f.session_id,
-       f.written_at, f.t_valid, f.t_invalid, s.name AS scope_name
+       f.written_at, f.t_valid, f.t_invalid, s.name AS scope_name, f.flags
 FROM facts f
 JOIN scopes s ON s.id = f.scope_id
 {_ANSWERING}

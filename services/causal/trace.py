@@ -84,7 +84,7 @@ class _Step:
         return ChainStep(
             fact_id=first.fact_id, text=first.text, hint=first.hint, polarity=self.polarity,
             from_=self.cause_name, to=self.effect_name, from_entity_id=self.cause, to_entity_id=self.effect,
-            provenance=first.provenance, also_stated_by=rest,
+            provenance=first.provenance, also_stated_by=rest, flags=first.flags,
         )
 
 
@@ -193,7 +193,7 @@ async def _load_subgraph(
             if r["causal_hint"] == "contradicts":
                 contradicts.append(({source, target}, Contradiction(
                     fact_id=fact_id, text=r["text"], source=r["source_name"], target=r["target_name"],
-                    provenance=_provenance(r))))
+                    provenance=_provenance(r), flags=list(r["flags"] or []))))
                 continue
             _add_step(steps, r)
             reached |= {source, target} - seen_nodes
@@ -211,7 +211,7 @@ def _add_step(steps: dict[StepKey, _Step], r: dict[str, Any]) -> None:
     step = steps.setdefault((cause, effect, polarity), _Step(cause, effect, polarity, cause_name, effect_name))
     hint: StepHint = r["causal_hint"]
     step.evidence.append(StepEvidence(fact_id=str(r["id"]), text=r["text"], hint=hint, relation=r["relation"],
-                                      provenance=_provenance(r)))
+                                      provenance=_provenance(r), flags=list(r["flags"] or [])))
 
 
 class _Walk:

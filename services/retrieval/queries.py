@@ -41,7 +41,7 @@ LEXICAL_CANDIDATES = 300
 _FACT_COLUMNS = """
 f.id, f.text, f.token_count, f.agent_id, f.tool, f.project, f.session_id, f.written_at,
 f.t_valid, f.t_invalid, s.name AS scope_name, se.name AS source, te.name AS target, f.relation,
-f.source_entity, f.target_entity
+f.source_entity, f.target_entity, f.flags
 """
 
 _VALID_AT = "f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s)"
@@ -390,7 +390,7 @@ WHERE f.scope_id = ANY(%(scope_ids)s) AND f.id = ANY(%(ids)s)
 HYDRATE_EPISODES = """
 SELECT ep.id, ep.content AS text, ep.token_count, ep.agent_id, ep.tool, ep.project, ep.session_id,
        ep.written_at, ep.occurred_at AS t_valid, NULL::timestamptz AS t_invalid, s.name AS scope_name,
-       ep.speaker AS source, NULL::text AS target, NULL::text AS relation
+       ep.speaker AS source, NULL::text AS target, NULL::text AS relation, ep.flags
 FROM episodes ep JOIN scopes s ON s.id = ep.scope_id
 WHERE ep.scope_id = ANY(%(scope_ids)s) AND ep.id = ANY(%(ids)s)
 """

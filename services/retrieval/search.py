@@ -29,6 +29,7 @@ from echo_memory.libs.server.store.access import Scope, public_name, resolve_rea
 from echo_memory.libs.server.telemetry import db_span, steps
 from echo_memory.services.retrieval import channels as ch
 from echo_memory.services.retrieval import queries as q
+from echo_memory.services.retrieval.demotion import demote_flagged
 from echo_memory.services.retrieval.fusion import channels_of, fuse
 from echo_memory.services.retrieval.gates import GateOutcome, Ranked, apply_gates
 
@@ -87,12 +88,12 @@ async def query_memory(
         if about:
             params["embedding"] = await embedding_job if embedding_job is not None else None
             rows, note = await _about_rows(conn, {**params, "limit": args.top_k}, about)
-            ranked = [(r, "fact", ["about"]) for r in rows]
+            ranked = _demoted([(r, "fact", ["about"]) for r in rows])
         elif args.digest and not query:
             async with conn.cursor(row_factory=dict_row) as cur:
                 with db_span("digest_facts", org=caller.org):
                     await cur.execute(q.DIGEST_FACTS, {**params, "limit": args.top_k})
-                    ranked = [(r, "fact", ["digest"]) for r in await cur.fetchall()]
+                    ranked = _demoted([(r, "fact", ["digest"]) for r in await cur.fetchall()])
         elif scope_ids and embedding_job is not None:
             searched = True
             ranked, gated, lexical_note, model_note = await _search(
@@ -150,12 +151,18 @@ async def _search(
         fused = fuse(pool, settings.fusion, on)[: gate_depth(args.top_k)]
     with steps.step("hydrate"):
         rows = await _hydrate(conn, params["scope_ids"], fused)
-    ranked = [(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows]
+    ranked = _demoted([(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows])
     kept, gated = apply_gates(ranked, settings.gates, args.top_k, _neighbour_cosines(fused, pool))
     lexical_note = (
         "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
     )
     return kept, gated, lexical_note, model_note
+
+
+def _demoted(ranked: list[Ranked]) -> list[Ranked]:
+    """Instruction-like rows after unflagged rows of comparable cosine (demotion.py); the rest as ranked."""
+    flagged = {str(row["id"]) for row, _, _ in ranked if row.get("flags")}
+    return demote_flagged(ranked, flagged, lambda item: (str(item[0]["id"]), item[0].get("score") or 0.0))
 
 
 def _neighbour_cosines(fused: list[tuple[ch.Candidate, float]], pool: ch.Pool) -> dict[str, float]:
@@ -357,6 +364,7 @@ def _take(
                     valid_until=row["t_invalid"], scope=public_name(row["scope_name"]),
                 ),
                 source=row["source"], target=row["target"], relation=row["relation"],
+                flags=list(row.get("flags") or []),
             )
         )
     return items, total, 0

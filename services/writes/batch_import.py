@@ -12,6 +12,7 @@ the race quietly (ON CONFLICT DO NOTHING) and is reported the same way.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from echo_memory.libs.core.contracts.imports import (
     ImportEpisodesInput,
     ImportEpisodesResult,
 )
+from echo_memory.libs.core.hygiene.instructions import instruction_flags
 from echo_memory.libs.core.secrets import find_secret
 from echo_memory.libs.server.embed import MiniLM, count_tokens, embed_across_cores
 from echo_memory.libs.server.store import embedding_models
@@ -40,9 +42,9 @@ EMBED_BATCH = 64
 
 INSERT_IMPORTED_EPISODE = """
 INSERT INTO episodes (id, scope_id, kind, agent_id, tool, project, session_id, speaker, content,
-                      occurred_at, metadata, embedding, token_count, seq)
+                      occurred_at, metadata, embedding, token_count, seq, flags)
 VALUES (%(id)s, %(scope_id)s, %(kind)s, %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(speaker)s,
-        %(content)s, %(occurred_at)s, %(metadata)s, %(embedding)s, %(tokens)s, %(seq)s)
+        %(content)s, %(occurred_at)s, %(metadata)s, %(embedding)s, %(tokens)s, %(seq)s, %(flags)s)
 ON CONFLICT ((metadata->>'source'), (metadata->>'external_id')) WHERE metadata ? 'external_id' DO NOTHING
 """
 # The stored episode of each (source, external_id) pair, in any scope.
@@ -150,6 +152,9 @@ async def import_episodes(
     # Embedding takes seconds for a full batch: done off the event loop, across the cores, and before
     # the scope's write lock, so other writers of the scope do not queue behind it.
     vectors = await embed_across_cores(embedder, [e.content for _, e in fresh], batch_size=EMBED_BATCH)
+    # Instruction-like turns are stored as they are, labelled (docs/security.md); a 20k-character
+    # turn takes the detector ~0.1 s, so this too runs off the event loop and before the lock.
+    flags = await asyncio.to_thread(lambda: [instruction_flags(e.content, e.speaker) for _, e in fresh])
     await conn.execute(SCOPE_WRITE_LOCK, (scope.id,))
     if fresh:
         rows = [
@@ -157,8 +162,8 @@ async def import_episodes(
              "project": e.project, "session_id": e.session_id, "speaker": e.speaker, "content": e.content,
              "occurred_at": datetime.fromtimestamp(e.occurred_at, tz=UTC) if e.occurred_at is not None else None,
              "metadata": Jsonb(_metadata(e)), "embedding": vector, "tokens": count_tokens(e.content),
-             "seq": e.seq}
-            for (ident, e), vector in zip(fresh, vectors, strict=True)
+             "seq": e.seq, "flags": flagged}
+            for (ident, e), vector, flagged in zip(fresh, vectors, flags, strict=True)
         ]
         with db_span("insert_imported_episodes", org=caller.org):
             async with conn.cursor() as cur:

@@ -30,7 +30,7 @@ from echo_memory.services.writes.episode import audit
 from echo_memory.services.writes.evidence import ids, readable_episodes, readable_scope_ids
 
 PENDING = """
-SELECT e.id, e.scope_id, e.agent_id, e.project, e.session_id, e.occurred_at, e.content,
+SELECT e.id, e.scope_id, e.agent_id, e.project, e.session_id, e.occurred_at, e.content, e.flags,
        e.metadata->>'source' AS source, coalesce(e.occurred_at, e.written_at) AS k1
 FROM episodes e
 WHERE e.scope_id = ANY(%(scope_ids)s::uuid[]) AND e.metadata ? 'external_id'
@@ -79,7 +79,7 @@ async def pending_episodes(
         episodes.append(PendingEpisode(
             episode_id=str(row["id"]), scope=scopes[str(row["scope_id"])].name, source=row["source"],
             agent_id=row["agent_id"], project=row["project"], session_id=row["session_id"],
-            occurred_at=row["occurred_at"], content=row["content"]))
+            occurred_at=row["occurred_at"], content=row["content"], flags=list(row["flags"] or [])))
     more = len(rows) > len(episodes)
     last = rows[len(episodes) - 1] if episodes else None
     cursor = make_cursor(last["k1"], last["id"]) if more and last is not None else None

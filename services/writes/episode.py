@@ -44,6 +44,7 @@ from echo_memory.libs.core.contracts.write import (
     WriteEpisodeInput,
     WriteEpisodeResult,
 )
+from echo_memory.libs.core.hygiene.instructions import instruction_flags
 from echo_memory.libs.core.secrets import find_secret
 from echo_memory.libs.server.embed import MiniLM, count_tokens, settle
 from echo_memory.libs.server.store.access import Scope, resolve_scope
@@ -330,6 +331,7 @@ async def _insert_episode(
             q.INSERT_EPISODE,
             {"scope_id": scope.id, "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
              "session_id": args.session_id, "content": content, "tokens": count_tokens(content), "model": model,
+             "flags": instruction_flags(content),
              "metadata": Jsonb({"source_episode_ids": args.source_episode_ids} if args.source_episode_ids else {})},
         )
     ).fetchone()
@@ -365,7 +367,9 @@ async def _write_fact(
                  "hint_origin": ("post_hoc" if hint_added else "write") if fact.causal_hint else None,
                  "now": now, "supersedes": supersedes,
                  "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
-                 "session_id": args.session_id, "embedding": vector, "tokens": count_tokens(fact.fact)},
+                 "session_id": args.session_id, "embedding": vector, "tokens": count_tokens(fact.fact),
+                 # Labelled, never refused: the text is stored as written (docs/security.md).
+                 "flags": instruction_flags(fact.fact, fact.relation, fact.source, fact.target)},
             )
         ).fetchone()
     fact_id = str(row[0])  # type: ignore[index]

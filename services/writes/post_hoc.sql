@@ -32,20 +32,20 @@ UPDATE facts SET t_invalid = %(now)s WHERE scope_id = %(scope_id)s AND id = %(id
 -- name: hinted_copy
 INSERT INTO facts (scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
                    causal_hint, hint_origin, t_valid, supersedes, agent_id, tool, project, session_id,
-                   written_at, embedding, token_count)
+                   written_at, embedding, token_count, flags)
 SELECT scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
        %(causal_hint)s, 'post_hoc', %(now)s, id, %(agent_id)s, %(tool)s, project, %(session_id)s,
-       %(now)s, embedding, token_count
+       %(now)s, embedding, token_count, flags
 FROM facts WHERE id = %(id)s
 RETURNING id
 
 -- name: restored_copy
 INSERT INTO facts (scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
                    causal_hint, hint_origin, t_valid, supersedes, agent_id, tool, project, session_id,
-                   written_at, embedding, token_count)
+                   written_at, embedding, token_count, flags)
 SELECT scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
        causal_hint, hint_origin, %(now)s, %(supersedes)s, agent_id, tool, project, session_id,
-       %(now)s, embedding, token_count
+       %(now)s, embedding, token_count, flags
 FROM facts WHERE id = %(copy_of)s
 RETURNING id
 

@@ -9,9 +9,9 @@ from echo_memory.libs.server.store.scopes import (
 # (libs/server/store/embedding_models.py): one round trip, and only for writes that store something.
 INSERT_EPISODE = f"""
 WITH recorded AS ({embedding_models.RECORD})
-INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count, metadata)
+INSERT INTO episodes (scope_id, kind, agent_id, tool, project, session_id, content, token_count, metadata, flags)
 VALUES (%(scope_id)s, 'write', %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(content)s, %(tokens)s,
-        %(metadata)s)
+        %(metadata)s, %(flags)s)
 RETURNING id
 """
 # The row lock keeps the active edge ours until commit (the scope lock already serialises
@@ -30,10 +30,10 @@ UPDATE facts SET t_invalid = %(now)s WHERE id = %(id)s AND scope_id = %(scope_id
 INSERT_FACT = """
 INSERT INTO facts (scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
                    causal_hint, hint_origin, t_valid, supersedes, agent_id, tool, project, session_id,
-                   written_at, embedding, token_count)
+                   written_at, embedding, token_count, flags)
 VALUES (%(scope_id)s, %(episode_id)s, %(source)s, %(target)s, %(relation)s, %(text)s, %(confidence)s,
         %(causal_hint)s, %(hint_origin)s, %(now)s, %(supersedes)s, %(agent_id)s, %(tool)s, %(project)s,
-        %(session_id)s, %(now)s, %(embedding)s, %(tokens)s)
+        %(session_id)s, %(now)s, %(embedding)s, %(tokens)s, %(flags)s)
 RETURNING id
 """
 INSERT_AUDIT = """

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from echo_memory.libs.core.contracts.common import Provenance, StrictModel
 from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, MemoryNotice
 from echo_memory.libs.core.contracts.instants import Instant
+from echo_memory.libs.core.hygiene.instructions import InstructionFlag
 
 # Every kind of audit row, written in the same transaction as the change it records.
 AUDIT_KINDS = (
@@ -111,6 +112,9 @@ class FactVersion(BaseModel):
     episode_id: str | None = None
     provenance: Provenance
     is_asked: bool = Field(False, description="true for the version `why` was asked about")
+    flags: list[InstructionFlag] = Field(
+        default_factory=list, description="'instruction_like': the text addresses the agent reading it; else empty"
+    )
 
 
 class EntityTrail(BaseModel):
@@ -194,6 +198,12 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_FLAGS_DESCRIPTION = (
+    "labels set at write time (schema v14), e.g. 'instruction_like'; absent in older files, whose restore "
+    "labels the text as a write would"
+)
+
+
 class ScopeRecord(_Record):
     type: Literal["scope"] = "scope"
     id: str
@@ -269,6 +279,7 @@ class EpisodeRecord(_Record):
     token_count: int
     tier: str
     seq: int | None = Field(None, description="order of a turn within its session (schema v3)")
+    flags: list[str] | None = Field(None, description=_FLAGS_DESCRIPTION)
 
 
 class FactRecord(_Record):
@@ -296,6 +307,7 @@ class FactRecord(_Record):
     last_read_at: datetime | None
     embedding: str
     token_count: int
+    flags: list[str] | None = Field(None, description=_FLAGS_DESCRIPTION)
 
 
 class AuditRecord(_Record):

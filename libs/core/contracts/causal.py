@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from echo_memory.libs.core.contracts.common import Provenance, StrictModel
 from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, MemoryNotice
 from echo_memory.libs.core.contracts.instants import Instant
+from echo_memory.libs.core.hygiene.instructions import InstructionFlag
 
 StepHint = Literal["led_to", "caused_by", "enabled_by", "blocked_by"]
 Polarity = Literal["causing", "enabling", "blocking"]
@@ -64,6 +65,9 @@ class StepEvidence(BaseModel):
     hint: StepHint
     relation: str
     provenance: Provenance
+    flags: list[InstructionFlag] = Field(
+        default_factory=list, description="'instruction_like': the text addresses the agent reading it; else empty"
+    )
 
 
 class ChainStep(BaseModel):
@@ -82,6 +86,9 @@ class ChainStep(BaseModel):
     to_entity_id: str
     provenance: Provenance
     also_stated_by: list[StepEvidence] = Field(default_factory=list)
+    flags: list[InstructionFlag] = Field(
+        default_factory=list, description="'instruction_like': the text addresses the agent reading it; else empty"
+    )
 
 
 class Chain(BaseModel):
@@ -107,6 +114,9 @@ class Contradiction(BaseModel):
     source: str
     target: str
     provenance: Provenance
+    flags: list[InstructionFlag] = Field(
+        default_factory=list, description="'instruction_like': the text addresses the agent reading it; else empty"
+    )
 
 
 class TraceCauseResult(BaseModel):

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from echo_memory.libs.core.contracts.common import StrictModel
 from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, MemoryNotice
 from echo_memory.libs.core.contracts.instants import Instant
+from echo_memory.libs.core.hygiene.instructions import InstructionFlag
 
 # Above this many edges the graph verb answers with clusters as super-nodes first.
 DETAIL_EDGES = 3000
@@ -136,6 +137,9 @@ class EntityFact(BaseModel):
     valid_from: datetime
     valid_until: datetime | None = None
     valid_at_as_of: bool = Field(description="true when the fact holds at the result's `as_of`")
+    flags: list[InstructionFlag] = Field(
+        default_factory=list, description="'instruction_like': the text addresses the agent reading it; else empty"
+    )
 
 
 class EntityFactsResult(BaseModel):

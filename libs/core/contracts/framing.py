@@ -53,7 +53,9 @@ def render_recall(result: dict[str, Any]) -> str:
         text = strip_delimiters(item.get("text", ""))
         score = item.get("score")
         shown = "not scored" if score is None else f"score={score:.3f}"
-        lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} {shown}] {text} ({where})")
+        # A stored text that addresses the reader says so where the model reads it (docs/security.md).
+        label = "".join(f" {flag}" for flag in item.get("flags") or [])
+        lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} {shown}{label}] {text} ({where})")
     if items and result.get("note"):
         lines.append(f"note: {result['note']}")
     lines.append(f"read_id: {result.get('read_id')}  tokens: {result.get('total_tokens')}")

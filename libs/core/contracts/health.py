@@ -82,6 +82,10 @@ class HealthFigures(BaseModel):
     saves: int = Field(description="record_recall_save calls on these scopes' facts in the window")
     saves_per_read: float | None
     deferred_waiting: int = Field(description="deferred mentions no later write of the agent resolved")
+    instruction_like_facts: int = Field(
+        0, description="active facts whose text addresses the reading agent (flag instruction_like, schema v14)"
+    )
+    instruction_like_episodes: int = Field(0, description="stored turns, documents and writes flagged instruction_like")
     lexical_stale: list[LexicalState]
     embedding_mismatch: list[EmbeddingState]
     code_embedding_model: str

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from echo_memory.libs.core.contracts.common import Provenance, StrictModel
 from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, MemoryNotice
 from echo_memory.libs.core.contracts.instants import Instant
+from echo_memory.libs.core.hygiene.instructions import InstructionFlag
 
 
 class QueryMemoryInput(StrictModel):
@@ -52,6 +53,11 @@ class MemoryItem(BaseModel):
     source: str | None = None
     target: str | None = None
     relation: str | None = None
+    flags: list[InstructionFlag] = Field(
+        default_factory=list,
+        description="'instruction_like': the stored text addresses the agent reading it (it was stored unchanged, "
+        "and ranks below unflagged results of comparable relevance); empty otherwise",
+    )
 
 
 class QueryMemoryResult(BaseModel):

@@ -352,13 +352,25 @@ function showEntity(r) {
   if (r.aliases.length) body.append(el('div', 'meta', 'aliases: ' + r.aliases.join(', ')));
   body.append(el('div', 'meta', `${r.total} fact version(s)${r.more ? `, newest ${r.facts.length} shown` : ''}`));
   for (const f of r.facts) {
-    const row = el('div', 'fact' + (f.valid_at_as_of ? '' : ' ended'));
+    const row = el('div', 'fact' + (f.valid_at_as_of ? '' : ' ended') + (flagged(f) ? ' flagged' : ''));
     row.dataset.fact = f.fact_id;
-    row.append(el('div', 'edge-key', `${f.source} —${f.relation}→ ${f.target}`), el('div', 'text', f.text),
+    row.append(el('div', 'edge-key', `${f.source} —${f.relation}→ ${f.target}`), ...badge(f), el('div', 'text', f.text),
       el('div', 'meta', `${f.agent_id} · ${f.project || 'no project'} · written ${t(f.written_at)} · valid ${t(f.valid_from)} … ${f.valid_until ? t(f.valid_until) : 'now'}${f.valid_at_as_of ? '' : ' (not valid at as_of)'}`));
     row.addEventListener('click', () => openWhy(f.fact_id).catch((err) => status(err.message, true)));
     body.append(row);
   }
+}
+
+// Stored text that addresses the agent reading it (flag instruction_like): shown, never hidden.
+function flagged(item) {
+  return (item.flags || []).includes('instruction_like');
+}
+
+function badge(item) {
+  if (!flagged(item)) return [];
+  const b = el('span', 'badge instruction-like', 'instruction-like');
+  b.title = 'this text addresses the agent reading it; it is stored as written and ranked below other evidence';
+  return [b];
 }
 
 async function openWhy(factId) {
@@ -369,9 +381,9 @@ async function openWhy(factId) {
   body.append(el('div', 'meta', `written by ${p.agent_id} via ${p.tool || 'unknown tool'}, project ${p.project || '—'}, session ${p.session_id || '—'}, scope ${r.scope}`));
   body.append(el('h2', null, `Versions (${r.versions.length})`));
   for (const v of r.versions) {
-    const row = el('div', 'fact' + (v.is_asked ? ' asked' : ''));
+    const row = el('div', 'fact' + (v.is_asked ? ' asked' : '') + (flagged(v) ? ' flagged' : ''));
     row.append(el('div', 'edge-key', `${v.source} —${v.relation}→ ${v.target}${v.causal_hint ? ' [' + v.causal_hint + ']' : ''}`),
-      el('div', 'text', v.text),
+      ...badge(v), el('div', 'text', v.text),
       el('div', 'meta', `${v.provenance.agent_id} · ${v.provenance.project || 'no project'} · valid ${t(v.provenance.valid_from)} … ${v.provenance.valid_until ? t(v.provenance.valid_until) : 'now'}`));
     body.append(row);
   }
@@ -439,6 +451,14 @@ async function loadHealth() {
     }
     const h = r.health;
     const parts = [el('h2', null, 'Health'), el('div', 'score', h.score === undefined ? '—' : `${h.score} / 100`)];
+    const f = h.figures || {};
+    const instructionLike = (f.instruction_like_facts || 0) + (f.instruction_like_episodes || 0);
+    if (instructionLike) {
+      const b = el('div', 'badge instruction-like', `${instructionLike} instruction-like`);
+      b.id = 'health-instruction-like';
+      b.title = `${f.instruction_like_facts || 0} active facts and ${f.instruction_like_episodes || 0} episodes address the agent reading them`;
+      parts.push(b);
+    }
     for (const [key, value] of Object.entries(h)) {
       if (!Array.isArray(value)) continue;
       parts.push(el('h2', null, key));
@@ -467,7 +487,8 @@ async function search(text) {
   state.hiNames = new Set(r.results.flatMap((x) => [x.source, x.target]).filter(Boolean).map((s) => s.toLowerCase()));
   const list = $('search-results');
   list.replaceChildren(...r.results.map((x) => {
-    const li = el('li', null, x.text);
+    const li = el('li', flagged(x) ? 'flagged' : null);
+    li.append(...badge(x), document.createTextNode(x.text));
     li.dataset.fact = x.id;
     li.title = `score ${x.score.toFixed(3)} · ${x.provenance.agent_id}`;
     if (x.kind === 'fact') li.addEventListener('click', () => openWhy(x.id).catch((err) => status(err.message, true)));
