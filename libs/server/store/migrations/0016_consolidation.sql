@@ -1,4 +1,4 @@
--- Schema v19: consolidation runs, the tier moves each made, and versioned entity and topic digests.
+-- Schema v16: consolidation runs, the tier moves each made, and versioned entity and topic digests.
 --
 -- A run decides each fact's tier (hot, consolidated, archived: the facts.tier column that schema
 -- v1 created) from what the store records, and writes one tier_moves row per change, so `consolidate
