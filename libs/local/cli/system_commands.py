@@ -20,7 +20,8 @@ def register(sub: Any) -> None:
     down = sub.add_parser("down", help="stop the system started by `up`")
     down.set_defaults(func=lambda s, a: _system().down(s))
     status = sub.add_parser("status", help="each component: running or not, port, pid; schema; per scope its facts and writers")
-    status.set_defaults(func=lambda s, a: _system().status(s))
+    status.add_argument("--include-demo", action="store_true", help="also list demo-seed's scopes (demo, demo-*)")
+    status.set_defaults(func=lambda s, a: _system().status(s, include_demo=a.include_demo))
     service = sub.add_parser("service", help="run services in the foreground, in one process (used by up and Kubernetes)")
     service.add_argument("names", nargs="+", metavar="name",
                          help="edge, or one or more of writes, retrieval, causal, audit, reindex, consolidation")
