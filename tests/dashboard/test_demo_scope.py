@@ -20,7 +20,8 @@ pytestmark = pytest.mark.timeout(240)
 
 async def test_demo_scope_is_left_out_unless_asked(stack: EchoStack, embedder: MiniLM) -> None:
     async with stack.client(stack.issue_token("claude-code")) as c:
-        await Writer(c).write([("API", "service"), ("Redis", "cache")], [fact("API", "Redis", "caches in", "The API caches in Redis.")])
+        await Writer(c).write([("API", "service"), ("Redis", "cache")],
+                              [fact("API", "Redis", "caches in", "The API caches in Redis.")])
     counts = await seed(stack, embedder, facts=200, scope="demo")
 
     health = await stack.admin_call("audit", "health", {})
