@@ -25,12 +25,19 @@ import statistics
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from echo_memory.libs.local.eval.metrics import bootstrap_ci, hit_at, reciprocal_rank, summarise
 
 Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 TimedCall = Callable[[str, str, dict[str, Any], float], Awaitable[dict[str, Any]]]
+
+
+class ThrowawayCall(Protocol):
+    """The throw-away system's admin call: a time-out may be given or left to the run's."""
+
+    def __call__(self, service: str, verb: str, args: dict[str, Any], wait: float | None = None,
+                 /) -> Awaitable[dict[str, Any]]: ...
 KINDS = ("forward", "reverse", "pair")
 DEPTH = 10  # the recall an agent makes: hit@10 and MRR@10
 BOOTSTRAP_SAMPLES = 1000
@@ -220,7 +227,7 @@ async def run(
         return out
 
 
-async def _sweep(call: TimedCall, lines: list[dict[str, Any]], sizes: Sequence[int], *, limit: int, seed: int,
+async def _sweep(call: ThrowawayCall, lines: list[dict[str, Any]], sizes: Sequence[int], *, limit: int, seed: int,
                  timeout: float) -> list[dict[str, Any]]:
     """Tokens per recall against the full dump and hit@10, one row per subsample size of the user's facts."""
     rows: list[dict[str, Any]] = []
