@@ -238,3 +238,14 @@ async def test_an_unexpanded_token_variable_gets_its_own_message(wired: dict[str
         assert (code, out) == (0, "")
         log = (wired["config"] / "hooks.log").read_text()
         assert f"the token is the unexpanded placeholder '{value}', so ECHO_MEMORY_TOKEN was not set" in log
+
+
+async def test_recall_shows_a_matching_project_file_nobody_ingested_yet(wired: dict[str, Any], stack: EchoStack) -> None:
+    await stack.admin_call("writes", "register_documents", {"project": "billing", "documents": [
+        {"path": "notes/refunds.md", "content": "Refunds above 500 euros need approval from the finance lead.\n"}]})
+    payload = {**_payloads(wired["project"], None)["codex"], "session_id": "cx-docs",
+               "prompt": "Who must approve a large refund?"}
+    code, out, _ = await asyncio.to_thread(_hook, "recall", "codex", payload)
+    text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "[pending document, not yet ingested" in text and "billing:notes/refunds.md" in text
+    assert "finance lead" in text
