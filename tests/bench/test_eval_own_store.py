@@ -12,6 +12,7 @@ import pytest
 from echo_memory.libs.local.eval.own_store import derive_queries, paired, subsample
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing import EchoStack
+from tests.audit.audit_helpers import Writer, fact
 from tests.bench.test_eval_leaves_no_trace import REPO, _cli, _snapshot
 from tests.dashboard.dashboard_support import seed
 
@@ -61,6 +62,12 @@ def test_paired_differences_have_intervals_and_refuse_other_queries() -> None:
 
 async def test_eval_on_the_own_store_leaves_it_unchanged(stack: EchoStack, embedder: MiniLM, tmp_path) -> None:  # type: ignore[no-untyped-def]
     await seed(stack, embedder, facts=150, scope="demo")
+    async with stack.client(stack.issue_token("claude-code")) as c:
+        writer = Writer(c)
+        await writer.write([("API", "service"), ("Redis", "cache")],
+                           [fact("API", "Redis", "caches in", "The API caches sessions in Redis.")])
+        await writer.write([("API", "service"), ("Postgres", "database")],
+                           [fact("API", "Postgres", "stores orders in", "The API stores orders in Postgres.")])
     before = await _snapshot(stack.database_url)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")}
     env |= {"ECHO_MEMORY_HOME": str(tmp_path / "home"), "ECHO_MEMORY_NATS_URL": stack.nats_url,
@@ -87,9 +94,11 @@ async def test_eval_on_the_own_store_leaves_it_unchanged(stack: EchoStack, embed
         assert low <= result["overall"]["mrr10"]["diff"] <= high
     assert await _snapshot(stack.database_url) == before
 
-    code, out, err = await _cli(["eval", "--scope", "demo", "--queries", "5"], env)
+    code, out, err = await _cli(["eval", "--queries", "5"], env)  # the default scope, shared
     assert code == 0, err[-3000:]
-    assert out.startswith("own store, scope 'demo':") and "overall" in out and "95% CI" in out
+    assert out.startswith("own store, scope 'shared': 2 active facts") and "95% CI" in out
+    overall = next(line.split() for line in out.splitlines() if line.startswith("overall"))
+    assert float(overall[1]) > 0  # hit@10 of queries naming the API and its stores
     assert await _snapshot(stack.database_url) == before
 
     code, _, err = await _cli(["eval", "--scope", "nothing-here"], env)
