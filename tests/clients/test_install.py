@@ -236,3 +236,18 @@ def test_a_project_install_beside_a_global_one_adds_no_second_entry_or_hook(
     assert "echo-memory" in _servers(fresh / ".mcp.json", "mcpServers")
     assert "hook recall --client claude-code" in (fresh / ".claude" / "settings.json").read_text()
     assert "export ECHO_MEMORY_TOKEN=" in out
+
+
+def test_a_global_install_run_inside_a_project_install_says_the_name_is_in_two_scopes(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    assert _run(capsys, "install", "--for", "claude-code", "--project", str(project), "--yes")[0] == 0
+    monkeypatch.chdir(project)
+    code, out, err = _run(capsys, "install", "--for", "claude-code", "--global", "--token", TOKEN, "--yes")
+    assert code == 0, err
+    assert "also has echo-memory (a project install)" in out and "uninstall --for claude-code --project ." in out
+    monkeypatch.chdir(tmp_path)  # elsewhere: nothing to say
+    code, out, _ = _run(capsys, "install", "--for", "claude-code", "--global", "--token", TOKEN, "--yes")
+    assert code == 0 and "two scopes" not in out

@@ -262,7 +262,13 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
     from echo_memory.libs.local.cli.connection import NotRunning
     from echo_memory.libs.local.clients import CLIENTS, ConfigError
     from echo_memory.libs.local.clients.hooks import HOOKS
-    from echo_memory.libs.local.clients.plan import PROJECT_COMMAND, global_overlap, plan_client, plan_credentials
+    from echo_memory.libs.local.clients.plan import (
+        PROJECT_COMMAND,
+        global_overlap,
+        plan_client,
+        plan_credentials,
+        project_entry_here,
+    )
 
     client = CLIENTS[args.client]
     home = _home()
@@ -284,6 +290,10 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
     overlap = global_overlap(client, home, project)
     for line in _overlap_notes(client.label, *overlap):
         print(line)
+    if project is None and project_entry_here(client, Path.cwd()):
+        print(f"echo-memory: {client.label}: this directory's .mcp.json also has echo-memory (a project install); "
+              "here Claude Code sees the name in two scopes. Remove the project's entry with "
+              "`echo-memory uninstall --for claude-code --project .` (the global one serves this project too)")
     code = _apply_or_revoke(settings, changes, args.yes, tokens.issued, project)
     if code == 0:
         _revoke_replaced(settings, tokens.replaced)

@@ -48,6 +48,19 @@ def global_overlap(client: Client, home: Path, project: Path | None) -> tuple[bo
     return entry, hook
 
 
+def project_entry_here(client: Client, directory: Path) -> bool:
+    """True when `directory` (where a global install of Claude Code is run) holds a project install's
+    `echo-memory` entry in .mcp.json: in that project the name is then in two scopes."""
+    if client.name != "claude-code":
+        return False
+    path = client.config(directory, directory)
+    try:
+        servers = load_json(path, read_text(path)).get(client.root_key) if path is not None else None
+    except ConfigError:
+        return False
+    return isinstance(servers, dict) and SERVER_NAME in servers
+
+
 def plan_client(
     client: Client, home: Path, project: Path | None, conn: Connection, token: str | None, executable: str,
     *, hooks: bool = True,
@@ -96,4 +109,4 @@ def plan_credentials(tokens: dict[str, tuple[str, str | None] | None], home_dir:
     return [plan_hook_tokens(tokens, home_dir)] if tokens else []
 
 
-__all__ = ["PROJECT_COMMAND", "global_overlap", "plan_client", "plan_client_removal", "plan_credentials"]
+__all__ = ["PROJECT_COMMAND", "global_overlap", "project_entry_here", "plan_client", "plan_client_removal", "plan_credentials"]
