@@ -51,7 +51,9 @@ def render_recall(result: dict[str, Any]) -> str:
             if part
         )
         text = strip_delimiters(item.get("text", ""))
-        lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} score={item.get('score'):.3f}] {text} ({where})")
+        score = item.get("score")
+        shown = "not scored" if score is None else f"score={score:.3f}"
+        lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} {shown}] {text} ({where})")
     if items and result.get("note"):
         lines.append(f"note: {result['note']}")
     for doc in result.get("pending_documents") or []:

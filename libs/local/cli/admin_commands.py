@@ -32,6 +32,10 @@ def register(sub: Any) -> None:
     revoke = token_sub.add_parser("revoke", help="revoke a token by id, or every token of an agent")
     revoke.add_argument("--id", dest="token_id")
     revoke.add_argument("--agent")
+    grant = token_sub.add_parser("grant", help="let an existing token read or write more scopes")
+    grant.add_argument("--id", dest="token_id", required=True, help="the token's id, as `token list` shows it")
+    grant.add_argument("--read", default="", help="comma-separated scopes it may also read")
+    grant.add_argument("--write", default="", help="comma-separated scopes it may also write")
     token.set_defaults(func=lambda s, a: _admin().token(s, a))
 
     scope = sub.add_parser("scope", help="manage named scopes")
@@ -39,4 +43,11 @@ def register(sub: Any) -> None:
     scope_create = scope_sub.add_parser("create", help="create a named scope")
     scope_create.add_argument("name")
     scope_create.add_argument("--description", default="")
+    scope_sub.add_parser("list", help="list every scope with its facts and when it was created")
+    scope_show = scope_sub.add_parser("show", help="a scope's readers and writers, and the tokens that may use it")
+    scope_show.add_argument("name", help="the scope's name (solo:AGENT for an agent's solo scope)")
+    scope_delete = scope_sub.add_parser("delete", help="delete an empty named scope (erase it first with `forget`)")
+    scope_delete.add_argument("name", help="the named scope to delete")
+    scope_delete.add_argument("--erase", action="store_true",
+                              help="does not erase: prints the command that does (`echo-memory forget`)")
     scope.set_defaults(func=lambda s, a: _admin().scope(s, a))

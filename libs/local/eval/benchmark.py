@@ -317,7 +317,7 @@ def _bar(value: float, limit: float) -> dict[str, Any]:
 def _commit() -> str | None:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                              cwd=Path(__file__).resolve().parents[2]).stdout.strip() or None
+                              cwd=Path(__file__).resolve().parents[3]).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
 

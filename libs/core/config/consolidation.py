@@ -1,0 +1,27 @@
+"""The consolidation policy: when a fact is hot, consolidated or archived, and what a digest holds.
+
+Tiers are derived from what the store already records (writes, the read log, saves, supersession);
+a change of any default here is a new policy, so bump `policy_version`: every tier move records the
+version that made it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ConsolidationSettings(BaseModel):
+    policy_version: int = Field(1, ge=1, description="recorded with every run and tier move")
+    hot_days: float = Field(
+        30.0, gt=0, description="a fact written, read or touching an entity read within this many days is hot"
+    )
+    archive_after_days: float = Field(
+        90.0, gt=0, description="a version superseded (ended) more than this many days ago is archived"
+    )
+    hot_cap: int = Field(
+        200_000, ge=1, description="hot facts per scope at most; above it the least recently active are demoted"
+    )
+    digest_min_facts: int = Field(3, ge=1, description="an entity gets a digest once this many current facts touch it")
+    digest_facts_per_relation: int = Field(3, ge=1, description="the newest facts a digest quotes per relation")
+    digest_relations: int = Field(6, ge=1, description="relations a digest quotes, the most used first")
+    digest_neighbours: int = Field(5, ge=0, description="entities most often joined to it that a digest names")
