@@ -38,7 +38,8 @@ def register(sub: Any) -> None:
     dash.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"loopback port (default {DEFAULT_PORT})")
     dash.add_argument("--out", metavar="FILE", type=Path,
                       help="instead of serving, write a self-contained HTML snapshot of the graph to FILE (mode 0600)")
-    dash.add_argument("--scope", default="", help="with --out: comma-separated scopes (default every readable scope)")
+    dash.add_argument("--scope", default="",
+                      help="with --out: comma-separated scopes (default every readable scope but demo-seed's demo, demo-*)")
     dash.set_defaults(func=_dashboard)
 
     demo = sub.add_parser("demo-seed", help="fill a demo scope with an invented software org, for screenshots")
