@@ -26,6 +26,7 @@ from echo_memory.libs.core.contracts.identity import require_admin
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.routes import Route
 from echo_memory.services.consolidation import brief, runs
+from echo_memory.services.consolidation.scheduler import Scheduler
 
 ACTION = "run, list or undo consolidation"
 REFUSALS = ("invalid_argument", "not_found", "scope_denied", "unauthenticated")
@@ -34,6 +35,10 @@ OUTCOMES = ("placed", "promoted", "demoted", "unchanged", "digests_built", "dige
 
 
 def routes(ctx: ServiceContext) -> list[Route]:
+    if ctx.settings.consolidation.auto:
+        scheduler = Scheduler(ctx)
+        ctx.on_start = scheduler.run
+        ctx.extra["scheduler"] = scheduler
     for outcome in OUTCOMES:  # present from the start: a dashboard reads 0 rather than nothing
         ctx.metrics.consolidation.labels(outcome)
     return [

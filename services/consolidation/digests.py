@@ -21,6 +21,7 @@ from psycopg.rows import dict_row
 from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.server.embed import count_tokens
 from echo_memory.services.consolidation import queries as q
+from echo_memory.services.consolidation import topics
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class MemberFact:
     text: str
     written_at: datetime
     project: str | None
+    session: str | None
     supersedes: str | None
     embedding: np.ndarray
 
@@ -45,6 +47,7 @@ class Entity:
 
 @dataclass(frozen=True)
 class DigestDraft:
+    kind: str  # entity | topic
     subject_id: str
     member_ids: list[str]
     member_hash: str
@@ -99,14 +102,52 @@ def draft(entity: Entity, members: list[MemberFact], names: dict[str, Entity],
     for change in changes[:2]:
         old_text, _ = ended[change.supersedes or ""]
         lines.append(f'Changed {_day(change.written_at)}: "{old_text}" -> "{change.text}"')
-    summary = "\n".join(lines)
+    return _draft("entity", entity.id, members, "\n".join(lines))
+
+
+def _mean_vector(members: list[MemberFact]) -> np.ndarray:
+    """The normalised mean of the members' stored vectors, summed in member order (so rebuilds match)."""
     vectors = np.stack([m.embedding for m in members]).astype(np.float64)
     mean = vectors.sum(axis=0) / len(members)
     norm = float(np.linalg.norm(mean))
-    vector = (mean / norm if norm > 0 else mean).astype(np.float32)
+    unit: np.ndarray = (mean / norm if norm > 0 else mean).astype(np.float32)
+    return unit
+
+
+def _draft(kind: str, subject_id: str, members: list[MemberFact], summary: str) -> DigestDraft:
+    members = sorted(members, key=lambda m: m.id)
     ids = [m.id for m in members]
     projects = sorted({m.project for m in members if m.project})
-    return DigestDraft(entity.id, ids, member_hash(ids), summary, count_tokens(summary), projects, first, last, vector)
+    first = min(m.written_at for m in members)
+    last = max(m.written_at for m in members)
+    return DigestDraft(kind, subject_id, ids, member_hash(ids), summary, count_tokens(summary), projects, first, last,
+                       _mean_vector(members))
+
+
+def topic_drafts(facts: list[MemberFact], names: dict[str, Entity], policy: ConsolidationSettings) -> list[DigestDraft]:
+    """A digest for every topic the current facts form (topics.py), singletons included, so every
+    current fact is reachable through at least one digest."""
+    ordered = sorted(facts, key=lambda m: (m.written_at, m.id))
+    words = {e.id: topics.name_words(e.name) for e in names.values()}
+    placeable = [topics.Placeable(m.id, (m.source, m.target, *((f"session:{m.session}",) if m.session else ())),
+                                  _unit(m.embedding),
+                                  tuple((e, words[e]) for e in dict.fromkeys((m.source, m.target)) if e in words))
+                 for m in ordered]
+    drafts = []
+    for group in topics.place(placeable, policy):
+        members = [ordered[i] for i in group]
+        vectors = np.stack([placeable[i].vector for i in group]).astype(np.float64)
+        entity_names = [names[e].name for m in members for e in (m.source, m.target) if e in names]
+        text = topics.summary([m.text for m in members], vectors, entity_names,
+                              _day(min(m.written_at for m in members)), _day(max(m.written_at for m in members)),
+                              [m.relation for m in members], policy)
+        drafts.append(_draft("topic", topics.topic_id(members[0].id), members, text))
+    return drafts
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
 
 
 async def drafts_for_scope(conn: psycopg.AsyncConnection, scope_id: str,
@@ -116,19 +157,19 @@ async def drafts_for_scope(conn: psycopg.AsyncConnection, scope_id: str,
         await cur.execute(q.CURRENT_FACTS, {"scope_id": scope_id})
         rows = await cur.fetchall()
     facts = [MemberFact(r["id"], r["source"], r["target"], r["relation"], r["text"], r["written_at"], r["project"],
-                        r["supersedes"], _vector(r["embedding"])) for r in rows]
+                        r["session"], r["supersedes"], _vector(r["embedding"])) for r in rows]
     touching: dict[str, list[MemberFact]] = defaultdict(list)
     for fact in facts:
         touching[fact.source].append(fact)
         if fact.target != fact.source:
             touching[fact.target].append(fact)
     subjects = sorted(e for e, members in touching.items() if len(members) >= policy.digest_min_facts)
-    if not subjects:
+    if not facts:
         return []
-    wanted = {e for s in subjects for m in touching[s] for e in (m.source, m.target)}
-    names = await _entities(conn, scope_id, sorted(wanted))
+    names = await _entities(conn, scope_id, sorted(touching))
     ended = await _ended(conn, scope_id, sorted({m.supersedes for s in subjects for m in touching[s] if m.supersedes}))
-    return [draft(names[s], touching[s], names, ended, policy) for s in subjects if s in names]
+    entity_drafts = [draft(names[s], touching[s], names, ended, policy) for s in subjects if s in names]
+    return entity_drafts + topic_drafts(facts, names, policy)
 
 
 async def _entities(conn: psycopg.AsyncConnection, scope_id: str, ids: list[str]) -> dict[str, Entity]:
@@ -158,22 +199,23 @@ async def store_digests(conn: psycopg.AsyncConnection, scope_id: str, run_id: st
     qualifies; an identical member set and summary keeps the current version."""
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(q.CURRENT_DIGESTS, {"scope_id": scope_id})
-        current: dict[str, dict[str, Any]] = {r["subject_id"]: r for r in await cur.fetchall()}
+        current: dict[tuple[str, str], dict[str, Any]] = {(r["kind"], r["subject_id"]): r for r in await cur.fetchall()}
     async with conn.cursor() as plain:
         await plain.execute(q.LAST_VERSIONS, {"scope_id": scope_id})
-        last_version: dict[str, int] = {row[0]: row[1] for row in await plain.fetchall()}
+        last_version: dict[tuple[str, str], int] = {(row[0], row[1]): row[2] for row in await plain.fetchall()}
     built = unchanged = ended = 0
-    wanted = {d.subject_id for d in drafts}
+    wanted = {(d.kind, d.subject_id) for d in drafts}
     async with conn.cursor() as cur:
         for d in drafts:
-            now = current.get(d.subject_id)
+            now = current.get((d.kind, d.subject_id))
             if now is not None and now["member_hash"] == d.member_hash and now["summary"] == d.summary:
                 unchanged += 1
                 continue
             if now is not None:
                 await cur.execute(q.END_DIGEST, {"id": now["id"], "scope_id": scope_id, "run_id": run_id})
             await cur.execute(q.INSERT_DIGEST, {
-                "scope_id": scope_id, "subject_id": d.subject_id, "version": last_version.get(d.subject_id, 0) + 1,
+                "scope_id": scope_id, "kind": d.kind, "subject_id": d.subject_id,
+                "version": last_version.get((d.kind, d.subject_id), 0) + 1,
                 "member_ids": d.member_ids, "member_hash": d.member_hash, "summary": d.summary,
                 "token_count": d.token_count, "projects": d.projects, "first_seen": d.first_seen,
                 "last_seen": d.last_seen, "embedding": d.embedding, "run_id": run_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 SCOPES_ALL = "SELECT id::text, name FROM scopes ORDER BY created_at, name"
 SCOPE_BY_NAME = "SELECT id::text, name FROM scopes WHERE name = %(name)s"
+SCOPE_NAME = "SELECT name FROM scopes WHERE id = %(scope_id)s"
 
 # Each fact of the scope with what its tier is decided from: when it was written and ended, its
 # last read (the read log) and save, and whether an entity it touches was read since `hot_since`.
@@ -104,7 +105,7 @@ UPDATE consolidation_runs SET undone_at = clock_timestamp() WHERE id = %(run_id)
 # The current facts of a scope with what an entity digest is built from.
 CURRENT_FACTS = """
 SELECT f.id::text AS id, f.source_entity::text AS source, f.target_entity::text AS target, f.relation, f.text,
-       f.written_at, f.project, f.supersedes::text AS supersedes, f.embedding
+       f.written_at, f.project, f.session_id AS session, f.supersedes::text AS supersedes, f.embedding
 FROM facts f
 WHERE f.scope_id = %(scope_id)s AND f.t_invalid IS NULL
 ORDER BY f.id
@@ -119,12 +120,12 @@ SELECT id::text, text, t_invalid FROM facts WHERE scope_id = %(scope_id)s AND id
 """
 
 CURRENT_DIGESTS = """
-SELECT id::text, subject_id::text AS subject_id, version, member_hash, summary
-FROM digests WHERE scope_id = %(scope_id)s AND kind = 'entity' AND valid_to IS NULL
+SELECT id::text, kind, subject_id::text AS subject_id, version, member_hash, summary
+FROM digests WHERE scope_id = %(scope_id)s AND valid_to IS NULL
 """
 
 LAST_VERSIONS = """
-SELECT subject_id::text, max(version) FROM digests WHERE scope_id = %(scope_id)s AND kind = 'entity' GROUP BY subject_id
+SELECT kind, subject_id::text, max(version) FROM digests WHERE scope_id = %(scope_id)s GROUP BY kind, subject_id
 """
 
 END_DIGEST = """
@@ -135,7 +136,7 @@ WHERE id = %(id)s AND scope_id = %(scope_id)s AND valid_to IS NULL
 INSERT_DIGEST = """
 INSERT INTO digests (scope_id, kind, subject_id, version, member_ids, member_hash, summary, token_count, projects,
                      first_seen, last_seen, embedding, run_id)
-VALUES (%(scope_id)s, 'entity', %(subject_id)s, %(version)s, %(member_ids)s::uuid[], %(member_hash)s, %(summary)s,
+VALUES (%(scope_id)s, %(kind)s, %(subject_id)s, %(version)s, %(member_ids)s::uuid[], %(member_hash)s, %(summary)s,
         %(token_count)s, %(projects)s, %(first_seen)s, %(last_seen)s, %(embedding)s, %(run_id)s)
 """
 
@@ -153,12 +154,17 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 
 # ---- brief -----------------------------------------------------------------------------------
 
+# A digest is in the project when one of its facts was written in it, named as a path or by its
+# last part (agents record either).
 BRIEF_DIGESTS = """
-SELECT d.id::text AS digest_id, s.name AS scope_name, e.name AS entity, d.summary, d.token_count,
-       cardinality(d.member_ids) AS facts, d.last_seen, (%(project)s::text = ANY(d.projects)) AS in_project
+SELECT d.id::text AS digest_id, d.kind, s.name AS scope_name, e.name AS entity, d.summary, d.token_count,
+       cardinality(d.member_ids) AS facts, d.last_seen,
+       EXISTS (SELECT 1 FROM unnest(d.projects) AS p(name)
+               WHERE p.name = ANY(%(projects)s::text[]) OR regexp_replace(p.name, '^.*/', '') = ANY(%(projects)s::text[]))
+           AS in_project
 FROM digests d
 JOIN scopes s ON s.id = d.scope_id
-JOIN entities e ON e.id = d.subject_id
+LEFT JOIN entities e ON e.id = d.subject_id AND d.kind = 'entity'
 WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
-ORDER BY in_project DESC NULLS LAST, d.last_seen DESC, cardinality(d.member_ids) DESC, e.name, d.id
+ORDER BY in_project DESC, d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, e.name, d.id
 """

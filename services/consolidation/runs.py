@@ -55,6 +55,12 @@ async def scopes_to_run(conn: psycopg.AsyncConnection, name: str | None) -> list
     return [ScopeRef(row[0], row[1]) for row in rows]
 
 
+async def scope_name(conn: psycopg.AsyncConnection, scope_id: str) -> str | None:
+    """The name of the scope with id `scope_id`, or None when there is none."""
+    row = await (await conn.execute(q.SCOPE_NAME, {"scope_id": scope_id})).fetchone()
+    return None if row is None else str(row[0])
+
+
 async def _activity(conn: psycopg.AsyncConnection, scope: ScopeRef, now: datetime,
                     policy: ConsolidationSettings) -> list[FactActivity]:
     async with conn.cursor(row_factory=dict_row) as cur:

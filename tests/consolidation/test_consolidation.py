@@ -122,29 +122,40 @@ async def test_each_fact_gets_the_tier_its_activity_gives_and_content_never_chan
     assert again["runs"][0]["counts"]["promoted"] == 2
 
 
+DIGEST_ROWS = ("SELECT kind, subject_id, member_hash, summary, embedding::text FROM digests WHERE valid_to IS NULL "
+               "ORDER BY kind, subject_id")
+
+
 async def test_undo_puts_every_fact_and_digest_back(handlers: Handlers) -> None:
     await _store(handlers)
     first = (await handlers.admin_call("consolidation", "consolidate", {}))["runs"]
-    run_id = next(r["run_id"] for r in first if r["scope"] == "shared")
-    digests = await (await handlers.conn.execute(
-        "SELECT subject_id, member_hash, summary, embedding::text FROM digests WHERE valid_to IS NULL")).fetchall()
-    assert len(digests) == 1  # only the billing service has three current facts
+    shared = next(r for r in first if r["scope"] == "shared")
+    run_id = shared["run_id"]
+    digests = await (await handlers.conn.execute(DIGEST_ROWS)).fetchall()
+    kinds = [row[0] for row in digests]
+    assert kinds.count("entity") == 1  # only the billing service has three current facts
+    assert kinds.count("topic") >= 1 and len(digests) == shared["counts"]["digests_built"]
+    # Every current fact is a member of at least one topic: reachable through some digest.
+    covered = await (await handlers.conn.execute(
+        "SELECT count(*) FROM facts f WHERE f.t_invalid IS NULL AND NOT EXISTS (SELECT 1 FROM digests d "
+        "WHERE d.kind = 'topic' AND d.valid_to IS NULL AND f.id = ANY(d.member_ids))")).fetchone()
+    assert covered == (0,)
 
     undone = await handlers.admin_call("consolidation", "consolidate_undo", {"run_id": run_id})
-    assert undone == {"run_id": run_id, "reverted": 3, "skipped": 0, "digests_reverted": 1, "digests_reopened": 0}
+    assert undone == {"run_id": run_id, "reverted": 3, "skipped": 0, "digests_reverted": len(digests),
+                      "digests_reopened": 0}
     assert set((await _tiers(handlers)).values()) == {"hot"}
     assert (await (await handlers.conn.execute("SELECT count(*) FROM digests WHERE valid_to IS NULL")).fetchone())[0] == 0  # type: ignore[index]
     log = (await handlers.admin_call("consolidation", "consolidate_log", {"scope": "shared"}))["runs"]
     assert log[0]["run_id"] == run_id and log[0]["undone_at"] is not None
 
-    # Rebuilt from scratch, the digest is the same: member set, hash, summary and vector.
+    # Rebuilt from scratch, every digest is the same: member set, hash, summary and vector.
     await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
-    rebuilt = await (await handlers.conn.execute(
-        "SELECT subject_id, member_hash, summary, embedding::text FROM digests WHERE valid_to IS NULL")).fetchall()
-    assert rebuilt == digests
+    assert await (await handlers.conn.execute(DIGEST_ROWS)).fetchall() == digests
     # A run over unchanged facts starts no new version.
     third = await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
-    assert third["runs"][0]["counts"]["digests_unchanged"] == 1 and third["runs"][0]["counts"]["digests_built"] == 0
+    assert third["runs"][0]["counts"]["digests_unchanged"] == len(digests)
+    assert third["runs"][0]["counts"]["digests_built"] == 0
 
     with pytest.raises(InvalidArgument, match="already undone"):
         await handlers.admin_call("consolidation", "consolidate_undo", {"run_id": run_id})
@@ -169,13 +180,23 @@ async def test_a_digest_quotes_only_its_members_and_never_joins_look_alikes(hand
     await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
     rows = await (await handlers.conn.execute(
         "SELECT e.name, d.summary, d.member_ids::text[] FROM digests d JOIN entities e ON e.id = d.subject_id "
-        "WHERE d.valid_to IS NULL ORDER BY e.name")).fetchall()
+        "WHERE d.kind = 'entity' AND d.valid_to IS NULL ORDER BY e.name")).fetchall()
     by_name = {name: (summary, set(members)) for name, summary, members in rows}
     assert set(by_name) == {"Billing API v1", "Billing API v2"}  # the ledger and the team have two facts each
     v1, v2 = by_name["Billing API v1"], by_name["Billing API v2"]
     assert not v1[1] & v2[1]  # no fact is in both versions' digests
     assert "v2" not in v1[0].replace("Billing API v1", "") and "Mercury Jones" not in v1[0]
     assert "hosted by Mercury" in v1[0] and "Mercury Jones" in v2[0]
+    # No digest of either kind holds facts about two look-alikes, though these facts share a session
+    # and the ledger, the audit team or each other's wording.
+    mixed = await (await handlers.conn.execute("""
+        SELECT d.kind, array_agg(DISTINCT e.name ORDER BY e.name) FROM digests d
+        JOIN facts f ON f.id = ANY(d.member_ids) JOIN entities e ON e.id IN (f.source_entity, f.target_entity)
+        WHERE d.valid_to IS NULL GROUP BY d.id, d.kind""")).fetchall()
+    assert mixed, "no digests were built"
+    for kind, names in mixed:
+        assert not {"Billing API v1", "Billing API v2"} <= set(names), (kind, names)
+        assert not {"Mercury", "Mercury Jones"} <= set(names), (kind, names)
     for name, (_, members) in by_name.items():  # every member touches its digest's subject
         touching = await (await handlers.conn.execute(
             "SELECT count(*) FROM facts f JOIN entities e ON e.id IN (f.source_entity, f.target_entity) "
@@ -195,14 +216,18 @@ async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(ha
     ], project="web")
     await handlers.admin_call("consolidation", "consolidate", {})
     brief = await handlers.call(reader, "consolidation", "brief", {"project": "web", "max_tokens": 2000})
-    assert [item["entity"] for item in brief["items"]] == ["Web app", "Billing service"]
+    entities = [item["entity"] for item in brief["items"] if item["kind"] == "entity"]
+    assert entities == ["Web app", "Billing service"]
+    # The web project's digests (its entity and its topics) come before the billing ones.
+    kinds = [(item["kind"], "web app" in item["summary"].lower()) for item in brief["items"]]
+    assert kinds[0] == ("entity", True) and all(web for _, web in kinds[: kinds.index(("entity", False))])
     assert brief["text"].startswith(OPEN_TAG) and brief["text"].endswith(CLOSE_TAG)
     assert "The web app runs on Node 22." in brief["text"]
     assert brief["tokens"] == sum(item["tokens"] for item in brief["items"]) <= 2000
     smallest = min(item["tokens"] for item in brief["items"])
     tight = await handlers.call(reader, "consolidation", "brief", {"project": "web", "max_tokens": max(50, smallest)})
-    assert len(tight["items"]) == 1 and tight["tokens"] <= max(50, smallest)
-    assert tight["digests_available"] == 2
+    assert 1 <= len(tight["items"]) < len(brief["items"]) and tight["tokens"] <= max(50, smallest)
+    assert tight["digests_available"] == brief["digests_available"] == len(brief["items"])
     outsider = Caller(org=handlers.org, agent_id="ops-bot", read_scopes=["team-ops"], write_scopes=[])
     with pytest.raises(ScopeDenied):
         await handlers.call(outsider, "consolidation", "brief", {"scope": "shared"})

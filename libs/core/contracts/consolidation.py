@@ -96,7 +96,8 @@ class BriefInput(StrictModel):
 
 class BriefItem(BaseModel):
     digest_id: str
-    entity: str
+    kind: Literal["entity", "topic"]
+    entity: str | None = Field(description="the entity an entity digest describes; null for a topic")
     scope: str
     summary: str
     facts: int = Field(description="current facts the digest summarises")

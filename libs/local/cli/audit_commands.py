@@ -29,6 +29,7 @@ from echo_memory.libs.local.cli.backup import (
     read_partial_export,
     resume_paths,
 )
+from echo_memory.libs.local.private_files import open_private_text
 from echo_memory.libs.server import eventloop
 
 __all__ = ["admin_session", "export_to", "import_lines", "read_export_file", "register"]
@@ -113,7 +114,7 @@ async def _export(settings: Settings, scope: str | None, out: str | None, resume
         with partial.open("r+b") as handle:
             handle.truncate(state.complete_bytes)  # drop a line the interruption cut
         async with admin_session(settings) as call:
-            with partial.open("a", encoding="utf-8") as handle:
+            with open_private_text(partial, "a") as handle:
                 await export_to(call, handle, scope=state.header["scope"], resume=state, **options)
     elif out is None:
         async with admin_session(settings) as call:
@@ -123,7 +124,7 @@ async def _export(settings: Settings, scope: str | None, out: str | None, resume
         path = Path(out)
         partial = path.with_name(path.name + PARTIAL_SUFFIX)
         async with admin_session(settings) as call:
-            with partial.open("w", encoding="utf-8") as handle:
+            with open_private_text(partial, "w") as handle:
                 await export_to(call, handle, scope=scope, **options)
     if partial != path:
         partial.replace(path)  # a failed export never leaves a file that looks complete

@@ -1,4 +1,4 @@
--- Schema v19: consolidation runs, the tier moves each made, and versioned entity digests.
+-- Schema v19: consolidation runs, the tier moves each made, and versioned entity and topic digests.
 --
 -- A run decides each fact's tier (hot, consolidated, archived: the facts.tier column that schema
 -- v1 created) from what the store records, and writes one tier_moves row per change, so `consolidate
@@ -30,8 +30,8 @@ CREATE INDEX IF NOT EXISTS tier_moves_fact_idx ON tier_moves (fact_id);
 CREATE TABLE IF NOT EXISTS digests (
     id           uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     scope_id     uuid NOT NULL REFERENCES scopes (id),
-    kind         text NOT NULL CHECK (kind IN ('entity')),
-    subject_id   uuid NOT NULL,                 -- the entity a digest of kind 'entity' describes
+    kind         text NOT NULL CHECK (kind IN ('entity', 'topic')),
+    subject_id   uuid NOT NULL,                 -- the entity described; for a topic, an id derived from its first fact
     version      integer NOT NULL,
     valid_from   timestamptz NOT NULL DEFAULT now(),
     valid_to     timestamptz,
@@ -49,3 +49,6 @@ CREATE TABLE IF NOT EXISTS digests (
 );
 CREATE INDEX IF NOT EXISTS digests_current_idx ON digests (scope_id, kind, subject_id) WHERE valid_to IS NULL;
 CREATE INDEX IF NOT EXISTS facts_scope_tier_idx ON facts (scope_id, tier);
+-- A hot-tier search finds the digests nearest the query through this index.
+CREATE INDEX IF NOT EXISTS digests_embedding_hnsw ON digests USING hnsw (embedding vector_cosine_ops)
+    WHERE valid_to IS NULL;
