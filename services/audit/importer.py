@@ -35,8 +35,8 @@ from echo_memory.libs.core.contracts.errors import InvalidArgument, SchemaTooNew
 from echo_memory.libs.server.store import embedding_models
 from echo_memory.libs.server.store.access import SHARED
 from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
+from echo_memory.services.audit import erasure_replay, restore_upkeep
 from echo_memory.services.audit import export_queries as xq
-from echo_memory.services.audit import restore_upkeep
 from echo_memory.services.audit.access import require_admin
 
 _SCOPE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -64,7 +64,8 @@ async def import_stage(conn: psycopg.AsyncConnection, caller: Caller, args: Impo
 
 
 async def import_restore(conn: psycopg.AsyncConnection, caller: Caller, args: ImportInput) -> ImportResult:
-    """Restore the staged file.
+    """Restore the staged file, minus what the org's erasure log took away since it was written
+    (`erased_skipped` records left out, `erased_redacted` restored as tombstones or without their text).
 
     Raises InvalidArgument for a bad file (naming the line), a target scope that already holds
     memory, documents into an org that has some, or a rename of a file with several scopes;
@@ -84,6 +85,11 @@ async def import_restore(conn: psycopg.AsyncConnection, caller: Caller, args: Im
     if parsed.header.schema_version > CODE_SCHEMA_VERSION:
         raise SchemaTooNew(f"the file comes from schema version {parsed.header.schema_version}, newer than this "
                            f"code ({CODE_SCHEMA_VERSION}): upgrade echo-mem before importing it")
+    # Erasures logged since the file was written are applied first: erased content never comes back.
+    replayed = erasure_replay.replay(parsed.records, await erasure_replay.load(conn))
+    if replayed.skipped or replayed.redacted:
+        counts = {kind: sum(1 for r in replayed.records if r.type == kind) for kind in parsed.counts}
+        parsed = parsed.model_copy(update={"records": replayed.records, "counts": counts})
     plan = await _plan(conn, parsed, args.scope)
     suspended = await restore_upkeep.suspend(conn)
     await _insert_all(conn, parsed.records, plan)
@@ -94,7 +100,8 @@ async def import_restore(conn: psycopg.AsyncConnection, caller: Caller, args: Im
     await conn.execute(xq.STAGE_DROP, (import_id,))
     id_map = {old: new for old, new in plan.ids.items() if old != new}
     return ImportResult(counts=parsed.counts, scopes=[plan.names[s.id] for s in _scopes(parsed)],
-                        ids_kept=plan.keep_ids, id_map=id_map)
+                        ids_kept=plan.keep_ids, id_map=id_map, erased_skipped=replayed.skipped,
+                        erased_redacted=replayed.redacted)
 
 
 class _Plan:
@@ -139,14 +146,14 @@ async def _plan(conn: psycopg.AsyncConnection, parsed: ParsedExport, rename: str
         holds = await (await conn.execute(xq.SCOPE_HOLDS_MEMORY, {"scope_id": row[0]})).fetchone()
         if holds and holds[0]:
             raise InvalidArgument(f"refused, nothing was written: scope '{target}' already holds memory; "
-                                  "import restores only into an empty scope or org")
+                                  "`echo-memory restore` writes only into an empty scope or org")
         plan.ids[record.id] = str(row[0])
         plan.existing_scopes.add(record.id)
     if parsed.counts["document"]:
         holds = await (await conn.execute(xq.ORG_HOLDS_DOCUMENTS)).fetchone()
         if holds and holds[0]:
             raise InvalidArgument("refused, nothing was written: this org already has documents or org-level "
-                                  "audit rows; import whole-org files only into an empty org")
+                                  "audit rows; restore a whole-org export only into an empty org")
     own_ids = [str(r.id) for r in parsed.records
                if r.type in ("entity", "episode", "fact", "read", "recall_save", "document")]
     new_scope_ids = [s.id for s in scopes if s.id not in plan.existing_scopes]

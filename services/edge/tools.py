@@ -1,4 +1,4 @@
-"""The nine MCP tools: each validates with its contract model and makes one bus request.
+"""The ten MCP tools: each validates with its contract model and makes one bus request.
 
 Tool input schemas are the contract models' JSON schemas, so the edge and the services agree by
 construction. Arguments reach the tool unparsed and are validated here, so a bad call gets the

@@ -33,6 +33,7 @@ from echo_memory.libs.server.embed import MiniLM, count_tokens, embed_across_cor
 from echo_memory.libs.server.store import embedding_models
 from echo_memory.libs.server.store.access import resolve_scope
 from echo_memory.libs.server.telemetry import db_span
+from echo_memory.services.writes.forget import turn_hash
 from echo_memory.services.writes.queries import SCOPE_WRITE_LOCK
 
 EMBED_BATCH = 64
@@ -51,6 +52,11 @@ FROM episodes e
 JOIN unnest(%(sources)s::text[], %(externals)s::text[]) AS p(source, external_id)
   ON e.metadata->>'source' = p.source AND e.metadata->>'external_id' = p.external_id
 WHERE e.metadata ? 'external_id'
+"""
+
+# Which of these turn origins (forget.turn_hash digests) an erasure took away.
+ERASED_TURNS = """
+SELECT h FROM erasures e, jsonb_array_elements_text(e.erased_ids->'turn_hashes') AS h WHERE h = ANY(%s::text[])
 """
 
 
@@ -92,6 +98,14 @@ async def _stored_pairs(
     return {(r[1], r[2]): str(r[0]) for r in rows}
 
 
+async def _erased_pairs(conn: psycopg.AsyncConnection, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    if not pairs:
+        return set()
+    digests = {turn_hash(*pair): pair for pair in pairs}
+    rows = await (await conn.execute(ERASED_TURNS, (list(digests),))).fetchall()
+    return {digests[r[0]] for r in rows}
+
+
 async def import_episodes(
     conn: psycopg.AsyncConnection, caller: Caller, args: ImportEpisodesInput, embedder: MiniLM
 ) -> ImportEpisodesResult:
@@ -99,7 +113,8 @@ async def import_episodes(
 
     An episode whose (source, external_id) the store already holds (or that repeats an earlier
     one of the same call) is not stored again: its id is the stored episode's and it counts in
-    `already`. Raises InvalidArgument when any episode holds a secret in any field it stores
+    `already`; one an erasure took away (`echo-memory forget`) is not stored either, its id is empty
+    and it counts in `erased`. Raises InvalidArgument when any episode holds a secret in any field it stores
     (content, speaker, session_id, project, external_id, metadata keys or values; nothing is
     stored), or pairs source and external_id wrongly; ScopeDenied or NotFound for a scope the
     token may not write.
@@ -114,6 +129,7 @@ async def import_episodes(
     pairs = list(dict.fromkeys((e.source, e.external_id) for e in args.episodes
                                if e.source is not None and e.external_id is not None))
     stored = await _stored_pairs(conn, pairs)
+    erased = await _erased_pairs(conn, [p for p in pairs if p not in stored])
     ids: list[str] = []
     fresh: list[tuple[str, EpisodeIn]] = []
     claimed: dict[tuple[str, str], str] = {}
@@ -121,6 +137,8 @@ async def import_episodes(
         pair = (e.source, e.external_id) if e.source is not None and e.external_id is not None else None
         if pair is not None and pair in stored:
             ids.append(stored[pair])
+        elif pair is not None and pair in erased:
+            ids.append("")  # erased content never comes back through a re-import
         elif pair is not None and pair in claimed:
             ids.append(claimed[pair])  # the same turn twice in one call
         else:
@@ -153,8 +171,9 @@ async def import_episodes(
     final = [winners.get((e.source, e.external_id), i) if e.source and e.external_id else i
              for i, e in zip(ids, args.episodes, strict=True)]
     imported = len(fresh) - len(raced)
+    refused = sum(1 for i in final if not i)
     return ImportEpisodesResult(imported=imported, episode_ids=final, scope=scope.name,
-                                already=len(args.episodes) - imported)
+                                already=len(args.episodes) - imported - refused, erased=refused)
 
 
 def _metadata(episode: EpisodeIn) -> dict[str, Any]:

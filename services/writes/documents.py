@@ -1,7 +1,8 @@
 """Project memory files: register (CLI `docs sync`), list pending, mark ingested.
 
 A file is identified by (project, path); each distinct content is one `documents` row, never
-deleted. The current version has `superseded_at IS NULL`. "Pending" is per agent: a document is
+deleted but by an erasure (`echo-memory forget`), whose content is then refused for good. The
+current version has `superseded_at IS NULL`. "Pending" is per agent: a document is
 pending for agent A until A marks its current version ingested (after A became current). Per agent,
 because agents write to different scopes (their `solo` memory, a team scope) and each needs the file
 in the memory it reads; an agent that has ingested it never sees it again until the content changes.
@@ -9,7 +10,8 @@ in the memory it reads; an agent that has ingested it never sees it again until 
 - register_documents: same content as the current version is a no-op (no row, no audit); a new
   path is `new`; other content is `changed` (the old version ends, the new one is pending for
   everyone again — content that changes back to an older version re-uses that row). Files with a
-  secret or over MAX_DOCUMENT_BYTES are `refused` one by one; the rest of the batch is registered.
+  secret, over MAX_DOCUMENT_BYTES or with erased content are `refused` one by one; the rest of the
+  batch is registered.
 - pending_documents: the project's current versions this agent has not ingested, by path, with
   content, size and approximate tokens, cut at PENDING_BYTES_BUDGET (at least one) with `more`.
 - mark_ingested: records the agent's ingestion of that version (audit `document_ingested`);
@@ -78,6 +80,12 @@ ON CONFLICT (document_id, agent_id) DO UPDATE SET ingested_at = now(), content_h
 """
 
 
+# Content hashes an erasure (echo-memory forget) took away: such content is never registered again.
+ERASED_CONTENT = """
+SELECT h FROM erasures e, jsonb_array_elements_text(e.erased_ids->'document_hashes') AS h WHERE h = ANY(%s::text[])
+"""
+
+
 def content_hash(content: str) -> str:
     return "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
 
@@ -90,6 +98,8 @@ async def register_documents(
     if len(set(paths)) != len(paths):
         raise InvalidArgument("documents: each path may appear once per call")
     await conn.execute(PROJECT_LOCK, (args.project,))
+    hashes = [content_hash(d.content) for d in args.documents]
+    erased = {r[0] for r in await (await conn.execute(ERASED_CONTENT, (hashes,))).fetchall()}
     results = []
     for doc in args.documents:
         size = len(doc.content.encode("utf-8"))
@@ -102,6 +112,11 @@ async def register_documents(
             results.append(RegisteredDocument(
                 path=doc.path, status="refused", size=size,
                 reason=f"contains {kind}; secrets are never stored (move it out of the file)"))
+            continue
+        if content_hash(doc.content) in erased:
+            results.append(RegisteredDocument(
+                path=doc.path, status="refused", size=size,
+                reason="this content was erased (echo-memory forget); change the file to register it again"))
             continue
         results.append(await _register_one(conn, caller, args.project, doc.path, doc.content, size))
     return RegisterDocumentsResult(project=args.project, documents=results)

@@ -72,6 +72,14 @@ VALID: dict[str, dict[str, Any]] = {
                                                            "quote": "because of it"}]},
     "HintIn": {"fact_id": "f-1", "causal_hint": "caused_by", "quote": "because of it"},
     "ClearPostHocInput": {"agent": "echo-distil"},
+    "ConsolidateInput": {"scope": "shared"},
+    "ConsolidateLogInput": {"scope": "shared"},
+    "ConsolidateUndoInput": {"run_id": "r-1"},
+    "BriefInput": {"project": "billing", "scope": "shared"},
+    "ForgetInput": {"fact_id": "f-1", "entity": "Dana Whitlock", "in_scope": "shared", "scope": "ops", "search": "Dana",
+                    "reason": "deletion request", "ref": "DSR-1", "by": "dpo"},
+    "ForgetFinishInput": {"erasure_id": "e-1"},
+    "ForgetLogInput": {},
 }
 
 

@@ -430,6 +430,8 @@ class ImportResult(BaseModel):
     scopes: list[str]
     ids_kept: bool = Field(description="true when every memory id was kept as in the file")
     id_map: dict[str, str] = Field(default_factory=dict)
+    erased_skipped: int = Field(0, description="records of the file not restored: the erasure log took them away")
+    erased_redacted: int = Field(0, description="records restored without their erased text (tombstones, blanked questions)")
 
 
 # ---- reading an export file (shared by the CLI, which checks before sending, and the service) ----

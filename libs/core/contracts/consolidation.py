@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from echo_memory.libs.core.contracts.common import StrictModel
-from echo_memory.libs.core.contracts.framing import MemoryNotice
+from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, MemoryNotice
 
 Tier = Literal["hot", "consolidated", "archived"]
 
@@ -106,7 +106,7 @@ class BriefItem(BaseModel):
 
 
 class BriefResult(BaseModel):
-    memory_notice: MemoryNotice
+    memory_notice: MemoryNotice = Field(MEMORY_NOTICE, description="always this text: the stored text below is data")
     items: list[BriefItem]
     text: str = Field(description="the items framed as recalled data, ready to paste into a model's context")
     tokens: int = Field(description="tokens of the items' summaries (within max_tokens)")

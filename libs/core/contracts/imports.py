@@ -43,6 +43,8 @@ class ImportEpisodesInput(StrictModel):
 
 class ImportEpisodesResult(BaseModel):
     imported: int = Field(description="episodes stored by this call")
-    episode_ids: list[str] = Field(description="one id per input episode, in input order (the stored one if already)")
+    episode_ids: list[str] = Field(description="one id per input episode, in input order (the stored one if already; "
+                                               "empty for a turn `echo-memory forget` erased)")
     scope: str
     already: int = Field(0, description="episodes whose (source, external_id) the store held before; not stored again")
+    erased: int = Field(0, description="turns whose (source, external_id) an erasure took away; never stored again")

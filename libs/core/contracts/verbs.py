@@ -21,6 +21,7 @@ from echo_memory.libs.core.contracts import (
     dashboard,
     distil,
     documents,
+    forget,
     health,
     imports,
     post_hoc,
@@ -65,6 +66,10 @@ VERBS: tuple[Verb, ...] = (
     Verb("writes", "unhinted_facts", post_hoc.UnhintedFactsInput, post_hoc.UnhintedFactsResult, "read"),
     Verb("writes", "add_causal_hints", post_hoc.AddCausalHintsInput, post_hoc.AddCausalHintsResult, "write"),
     Verb("writes", "clear_post_hoc", post_hoc.ClearPostHocInput, post_hoc.ClearPostHocResult, "bulk"),
+    # Erasure (echo-memory forget), admin only: erase in one transaction, then vacuum and clean the stream.
+    Verb("writes", "forget", forget.ForgetInput, forget.ForgetResult, "bulk"),
+    Verb("writes", "forget_finish", forget.ForgetFinishInput, forget.ForgetFinishResult, "bulk"),
+    Verb("writes", "forget_log", forget.ForgetLogInput, forget.ForgetLogResult, "admin"),
     Verb("retrieval", "query_memory", query.QueryMemoryInput, query.QueryMemoryResult, "read"),
     Verb("causal", "trace_cause", causal.TraceCauseInput, causal.TraceCauseResult, "read"),
     Verb("audit", "get_audit_log", audit.GetAuditLogInput, audit.GetAuditLogResult, "read"),

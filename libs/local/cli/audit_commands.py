@@ -37,7 +37,7 @@ __all__ = ["admin_session", "export_to", "import_lines", "read_export_file", "re
 
 def register(sub: Any) -> None:
     why_p = sub.add_parser("why", help="the full trail of one fact: versions, entities, reads, saves, audit rows")
-    why_p.add_argument("fact_id")
+    why_p.add_argument("fact_id", help="the fact's id (a recall result shows it)")
     why_p.add_argument("--json", action="store_true", help="print the raw result as JSON")
     why_p.set_defaults(func=lambda s, a: _run(s, "why", _why(s, a.fact_id, a.json)))
 
@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
     export.set_defaults(func=lambda s, a: _run(s, "export", _export(s, a.scope, a.out, a.resume, a.progress)))
 
     restore = sub.add_parser("restore", help="restore an export into an empty org or scope")
-    restore.add_argument("file")
+    restore.add_argument("file", help="a file written by `echo-memory export`")
     restore.add_argument("--scope", help="restore the file's only scope under this name")
     restore.add_argument("--progress", action="store_true",
                          help="report progress on stderr even when it is not a terminal")
@@ -141,6 +141,9 @@ async def _restore(settings: Settings, file: str, scope: str | None, progress: b
     kept = "kept" if result.ids_kept else f"remapped ({len(result.id_map)} ids, see id_map)"
     print(f"restored scopes {', '.join(result.scopes)}; ids {kept}; run `echo-memory reindex` to rebuild BM25 "
           "statistics", file=sys.stderr)
+    if result.erased_skipped or result.erased_redacted:
+        print(f"the erasure log (echo-memory forget --log) kept {result.erased_skipped} erased records out and "
+              f"restored {result.erased_redacted} without their erased text", file=sys.stderr)
     return 0
 
 

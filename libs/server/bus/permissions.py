@@ -56,6 +56,11 @@ EVENTS_PUBLISH = (
     f"$JS.API.STREAM.INFO.{EVENTS_STREAM}",
     f"$JS.API.STREAM.CREATE.{EVENTS_STREAM}",
 )
+# Erasure (forget_finish): read the org's events one by one and delete those naming erased rows.
+EVENTS_ERASE = (
+    f"$JS.API.STREAM.MSG.GET.{EVENTS_STREAM}",
+    f"$JS.API.STREAM.MSG.DELETE.{EVENTS_STREAM}",
+)
 
 def events_consume(consumer: str) -> tuple[str, ...]:
     """A service's pull consumer `consumer` of ECHO_EVENTS: create or bind it, fetch, acknowledge."""
@@ -103,6 +108,7 @@ def permissions(user: str) -> dict[str, Any]:
     if user not in SERVICES:
         raise KeyError(f"no bus user {user!r}; users are {', '.join(bus_users())}")
     publish = list(REGISTRY_READ) + (list(EVENTS_PUBLISH) if user == "writes" else [])
+    publish += list(EVENTS_ERASE) if user == "writes" else []
     publish += list(events_consume(EVENTS_CONSUMERS[user])) if user in EVENTS_CONSUMERS else []
     return {
         "publish": {"allow": publish},
