@@ -35,6 +35,7 @@ from echo_memory.libs.core.contracts.dashboard import (
     RecallCostInput,
     RecallCostResult,
 )
+from echo_memory.libs.core.contracts.demo import is_demo_scope
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
 from echo_memory.libs.core.contracts.instants import Instant, parse_span
 from echo_memory.libs.server.store.access import Scope, public_name, resolve_read_scopes
@@ -57,7 +58,7 @@ async def dashboard_graph(conn: psycopg.AsyncConnection, caller: Caller, args: G
     empty lists. Raises InvalidArgument for a bad time or since after until, NotFound for a
     `cluster` id that is not a cluster of this graph, ScopeDenied/NotFound for a scope.
     """
-    scopes = await _scopes(conn, caller, args.scope)
+    scopes = await _scopes(conn, caller, args.scope, args.include_demo)
     params = _filter_params(args, scopes)
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(sql("dashboard_graph_facts"), params)
@@ -112,7 +113,8 @@ async def entity_facts(conn: psycopg.AsyncConnection, caller: Caller, args: Enti
     that is not a UUID or a bad time; NotFound when no entity with that id is in a readable scope.
     """
     entity_id = _uuid(args.entity_id, "entity_id")
-    scopes = await _scopes(conn, caller, args.scope)
+    # Naming an entity by id is asking for it, demo data included.
+    scopes = await _scopes(conn, caller, args.scope, include_demo=True)
     params = _filter_params(args, scopes)
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(sql("dashboard_entity"), {"entity_id": entity_id, "scope_ids": params["scope_ids"]})
@@ -140,7 +142,7 @@ async def recall_cost(conn: psycopg.AsyncConnection, caller: Caller, args: Recal
     All zeros and empty lists when nothing was read. Raises InvalidArgument for a bad time or
     since after until; ScopeDenied/NotFound for a scope.
     """
-    scopes = await _scopes(conn, caller, args.scope)
+    scopes = await _scopes(conn, caller, args.scope, args.include_demo)
     since, until = _window(args.since, args.until)
     params = {"scope_ids": [s.id for s in scopes], "scope_names": [s.stored_name for s in scopes],
               "agent": args.agent, "since": since, "until": until}
@@ -177,10 +179,12 @@ async def recall_cost(conn: psycopg.AsyncConnection, caller: Caller, args: Recal
 # ---- shared pieces -----------------------------------------------------------------------------
 
 
-async def _scopes(conn: psycopg.AsyncConnection, caller: Caller, names: list[str] | None) -> list[Scope]:
+async def _scopes(conn: psycopg.AsyncConnection, caller: Caller, names: list[str] | None,
+                  include_demo: bool = False) -> list[Scope]:
     """The scopes asked for (each checked), else every readable one; a solo scope with no row is left out."""
     if names is None:
-        found = await readable_scopes(conn, caller)
+        # The default view is the user's own memory: demo-seed's invented org only when asked.
+        found = [s for s in await readable_scopes(conn, caller) if include_demo or not is_demo_scope(s.name)]
     else:
         found = await resolve_read_scopes(conn, caller, names) if names else []
     return [s for s in found if s.id is not None]

@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.demo import is_demo_scope
 from echo_memory.libs.core.contracts.health import (
     AgentWrites,
     CalibrationState,
@@ -50,7 +51,7 @@ async def health(conn: psycopg.AsyncConnection, caller: Caller, args: HealthInpu
     the caller is the admin identity, NotFound for a scope that does not exist.
     """
     require_admin(caller, "see the health of the memory")
-    scopes = await _scopes(conn, caller, args.scope)
+    scopes = await _scopes(conn, caller, args.scope, args.include_demo)
     now = datetime.now(tz=UTC)
     figures = await read_figures(conn, scopes, now, args.window_days)
     checks = score_checks(figures)
@@ -61,10 +62,11 @@ async def health(conn: psycopg.AsyncConnection, caller: Caller, args: HealthInpu
     )
 
 
-async def _scopes(conn: psycopg.AsyncConnection, caller: Caller, name: str | None) -> list[Scope]:
+async def _scopes(conn: psycopg.AsyncConnection, caller: Caller, name: str | None, include_demo: bool) -> list[Scope]:
     if name is not None:
         return [await resolve_scope(conn, caller, name, "read")]
-    return await accessible_scopes(conn, caller, "read")
+    # Invented demo data would otherwise raise or sink the score of the user's own memory.
+    return [s for s in await accessible_scopes(conn, caller, "read") if include_demo or not is_demo_scope(s.name)]
 
 
 async def _one(conn: psycopg.AsyncConnection, name: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -140,7 +140,7 @@ class Api:
         return await self.call("retrieval", "query_memory", args)
 
     async def recall_cost(self, request: Request) -> dict[str, Any]:
-        args = {k: v for k, v in _filters(request).items() if k in ("scope", "agent", "since", "until")}
+        args = {k: v for k, v in _filters(request).items() if k in ("scope", "agent", "since", "until", "include_demo")}
         return await self.call("audit", "recall_cost", args)
 
     async def health(self, request: Request) -> dict[str, Any]:
@@ -156,6 +156,8 @@ def _filters(request: Request) -> dict[str, Any]:
     scopes = [s for s in params.getlist("scope") if s]
     if scopes:
         out["scope"] = scopes
+    if params.get("include_demo") in ("1", "true"):
+        out["include_demo"] = True
     return out
 
 

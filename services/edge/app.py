@@ -30,6 +30,7 @@ from echo_memory.libs.core.config.edge import EdgeSettings
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import EchoError, Unauthenticated
 from echo_memory.libs.core.contracts.subjects import SERVICES
+from echo_memory.libs.core.contracts.tokens import token_problem
 from echo_memory.libs.server import eventloop
 from echo_memory.libs.server.bus.auth import BusAccess, CredentialsError, settings_credentials
 from echo_memory.libs.server.bus.broker import make_broker
@@ -301,6 +302,9 @@ async def serve_stdio(settings: Settings, edge: EdgeSettings | None = None, bus:
     follow = bus.follow(broker.connection) if bus.follow is not None else None
     try:
         verifier = BusTokenVerifier(BusClient(broker), settings.timeouts.auth, orgs=_orgs(settings, edge))
+        problem = token_problem(settings.token.get_secret_value())
+        if problem is not None:
+            raise Unauthenticated(problem)
         access = await verifier.verify_token(settings.token.get_secret_value())
         if access is None:
             raise Unauthenticated(

@@ -15,6 +15,7 @@ import math
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from echo_memory.libs.core.contracts.tokens import token_problem
 from echo_memory.services.edge.identity import BusTokenVerifier, current_peer
 from echo_memory.services.edge.limits import RateLimiter
 
@@ -22,7 +23,7 @@ from echo_memory.services.edge.limits import RateLimiter
 def _bearer(scope: Scope) -> str | None:
     for key, value in scope["headers"]:
         if key == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
             return token.strip() if scheme.lower() == "bearer" else None
     return None
 
@@ -40,6 +41,14 @@ class PeerGate:
         client = scope.get("client")
         peer = str(client[0]) if client else "unknown"
         token = _bearer(scope)
+        problem = token_problem(token)
+        if problem is not None:
+            # An unset ${ECHO_MEMORY_TOKEN} in a client's config: say that, not "invalid token".
+            challenge = f'Bearer error="invalid_token", error_description="{problem}"'
+            response = JSONResponse({"error": "invalid_token", "error_description": problem}, status_code=401,
+                                    headers={"WWW-Authenticate": challenge})
+            await response(scope, receive, send)
+            return
         if not self.failures.available(peer) and not (token and self.verifier.cached_valid(token)):
             wait = self.failures.retry_after(peer)
             response = JSONResponse(

@@ -465,3 +465,22 @@ WITH r AS (
 )
 SELECT id FROM r
 """
+
+# Project documents registered by `docs sync` that the caller has not ingested yet, matching any
+# word of the query. Documents are the org's, not a scope's (as pending_documents reads them); the
+# table holds a few hundred project files, so a scan with an on-the-fly tsvector is cheap.
+PENDING_DOCUMENT_MATCHES = """
+SELECT d.id, d.project, d.path, d.content_hash, d.size,
+       ts_headline('english', d.content, q, 'MaxFragments=2, MinWords=8, MaxWords=30, FragmentDelimiter=" … "')
+         AS excerpt,
+       ts_rank_cd(to_tsvector('english', d.content), q) AS rank
+FROM documents d, websearch_to_tsquery('english', %(words)s) AS q
+WHERE d.superseded_at IS NULL
+  AND to_tsvector('english', d.content) @@ q
+  AND NOT EXISTS (
+    SELECT 1 FROM document_ingestions i
+    WHERE i.document_id = d.id AND i.agent_id = %(agent_id)s AND i.ingested_at >= d.current_since
+  )
+ORDER BY rank DESC, d.project, d.path
+LIMIT %(limit)s
+"""

@@ -7,6 +7,7 @@ found it; fusion only decides the order. Every read is logged in the same transa
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
@@ -21,7 +22,12 @@ from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.common import Provenance
 from echo_memory.libs.core.contracts.errors import InvalidArgument
 from echo_memory.libs.core.contracts.instants import parse_span
-from echo_memory.libs.core.contracts.query import MemoryItem, QueryMemoryInput, QueryMemoryResult
+from echo_memory.libs.core.contracts.query import (
+    MemoryItem,
+    PendingDocumentHit,
+    QueryMemoryInput,
+    QueryMemoryResult,
+)
 from echo_memory.libs.core.secrets import redact_secrets
 from echo_memory.libs.server.embed import MiniLM, settle
 from echo_memory.libs.server.store import embedding_models
@@ -33,6 +39,10 @@ from echo_memory.services.retrieval.demotion import demote_flagged
 from echo_memory.services.retrieval.fusion import channels_of, fuse
 from echo_memory.services.retrieval.gates import GateOutcome, Ranked, apply_gates
 
+# Pending project files shown beside the results: a few, so an agent notices them without the
+# files crowding out facts; the query's first words only, so a long question stays one cheap scan.
+PENDING_DOCUMENT_HITS = 3
+PENDING_DOCUMENT_WORDS = 32
 # An `about` or `digest` answer without a query has nothing to compare its facts with.
 UNSCORED_NOTE = "not scored ({how}): score is null and results are newest first"
 
@@ -121,12 +131,29 @@ async def query_memory(
     for extra in (gate_note, lexical_note, model_note):
         if extra:
             note = f"{note}; {extra}" if note else extra
+    documents: list[PendingDocumentHit] = []
+    if query and not about and as_of is None and args.include_episodes:
+        documents = await _pending_documents(conn, caller, query)
     with steps.step("read_log"):
         read_id = await _log_read(conn, caller, args, scopes, items, total, as_of)
     return QueryMemoryResult(
-        results=items, read_id=read_id, total_tokens=total, scopes=[s.name for s in scopes], note=note,
-        lexical=lexical_used,
+        results=items, pending_documents=documents, read_id=read_id, total_tokens=total,
+        scopes=[s.name for s in scopes], note=note, lexical=lexical_used,
     )
+
+
+async def _pending_documents(conn: psycopg.AsyncConnection, caller: Caller, query: str) -> list[PendingDocumentHit]:
+    """Registered project files matching any word of `query` that `caller` has not ingested, best first."""
+    words = re.findall(r"\w+", query)[:PENDING_DOCUMENT_WORDS]
+    if not words:
+        return []
+    async with conn.cursor(row_factory=dict_row) as cur:
+        with db_span("pending_document_matches", org=caller.org):
+            await cur.execute(q.PENDING_DOCUMENT_MATCHES, {
+                "words": " or ".join(words), "agent_id": caller.agent_id, "limit": PENDING_DOCUMENT_HITS})
+            rows = await cur.fetchall()
+    return [PendingDocumentHit(document_id=str(r["id"]), project=r["project"], path=r["path"],
+                               content_hash=r["content_hash"], size=r["size"], excerpt=r["excerpt"]) for r in rows]
 
 
 async def _search(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from psycopg.rows import dict_row
@@ -71,6 +71,7 @@ ORDER BY d.path
 LIMIT %(limit)s
 """
 CONTENTS = "SELECT id, content FROM documents WHERE id = ANY(%s)"
+PROJECT_EXISTS = "SELECT EXISTS (SELECT 1 FROM documents WHERE project = %s)"
 DOCUMENT = "SELECT id, project, path, content_hash, current_since FROM documents WHERE id = %s"
 INGESTION = "SELECT ingested_at FROM document_ingestions WHERE document_id = %s AND agent_id = %s"
 RECORD_INGESTION = """
@@ -150,9 +151,22 @@ async def _register_one(
 async def pending_documents(
     conn: psycopg.AsyncConnection, caller: Caller, args: PendingDocumentsInput
 ) -> PendingDocumentsResult:
-    """The project's documents this agent has not ingested; an empty list when none (or no such project)."""
+    """The project's documents this agent has not ingested; an empty list when none.
+
+    `args.project` is a registered project's name, or a path whose last component is one (what an
+    agent knows is often its working directory); the result says which matched, and when none did,
+    `matched` is "none" with a note and the list is empty.
+    """
+    project, matched = await _match_project(conn, args.project)
+    if project is None:
+        return PendingDocumentsResult(
+            documents=[], project=None, matched="none",
+            note=f"no documents are registered for a project named '{args.project}'"
+            + (f" or '{_last_component(args.project)}'" if _last_component(args.project) not in ("", args.project) else "")
+            + "; register them with `echo-memory docs sync PATH --project NAME`",
+        )
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(PENDING, {"project": args.project, "agent_id": caller.agent_id, "limit": args.limit + 1})
+        await cur.execute(PENDING, {"project": project, "agent_id": caller.agent_id, "limit": args.limit + 1})
         rows = await cur.fetchall()
     chosen: list[dict[str, Any]] = []
     spent = 0
@@ -172,7 +186,21 @@ async def pending_documents(
             approx_tokens=count_tokens(contents[r["id"]]) if contents[r["id"]] else 0, registered_at=r["current_since"])
         for r in chosen
     ]
-    return PendingDocumentsResult(documents=documents, more=len(rows) > len(documents))
+    return PendingDocumentsResult(documents=documents, more=len(rows) > len(documents), project=project, matched=matched)
+
+
+def _last_component(project: str) -> str:
+    return project.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+async def _match_project(conn: psycopg.AsyncConnection, project: str) -> tuple[str | None, Literal["name", "path"]]:
+    """The registered project `project` names: itself, else its last path component (docs sync's default name)."""
+    if (await (await conn.execute(PROJECT_EXISTS, (project,))).fetchone())[0]:  # type: ignore[index]
+        return project, "name"
+    name = _last_component(project)
+    if name and name != project and (await (await conn.execute(PROJECT_EXISTS, (name,))).fetchone())[0]:  # type: ignore[index]
+        return name, "path"
+    return None, "path"
 
 
 async def mark_ingested(

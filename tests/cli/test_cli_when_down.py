@@ -80,6 +80,8 @@ BUS_COMMANDS = [
     ["export"],
     ["why", "00000000-0000-0000-0000-000000000000"],
     ["docs", "sync", "PROJECT"],
+    ["eval"],
+    ["demo-seed", "--remove"],
 ]
 
 

@@ -217,3 +217,35 @@ async def test_the_hooks_fail_open_with_the_system_down(wired: dict[str, Any], t
     log = (wired["config"] / "hooks.log").read_text()
     assert "recall failed" in log and "cannot be reached" in log and "JSONDecodeError" in log
     assert saved["url"]  # the connection itself was left as it was
+
+
+async def test_two_recall_hooks_of_one_prompt_answer_once(wired: dict[str, Any]) -> None:
+    """A global and a project install both in Claude Code's settings: both handlers run, one answers."""
+    payload = {**_payloads(wired["project"], None)["claude-code"], "session_id": "cc-twice"}
+    outs = await asyncio.gather(*(asyncio.to_thread(_hook, "recall", "claude-code", payload) for _ in range(2)))
+    answered = [out for _, out, _ in outs if out]
+    assert len(answered) == 1 and FACT in answered[0]
+    assert "another echo-memory recall hook already answers this prompt" in (wired["config"] / "hooks.log").read_text()
+    other = {**payload, "prompt": "Which database version stores the billing invoices?"}
+    assert FACT in (await asyncio.to_thread(_hook, "recall", "claude-code", other))[1]  # the next prompt is answered
+
+
+async def test_an_unexpanded_token_variable_gets_its_own_message(wired: dict[str, Any]) -> None:
+    for value in ("${ECHO_MEMORY_TOKEN}", "$ECHO_MEMORY_TOKEN"):
+        env = {**os.environ, "ECHO_MEMORY_TOKEN": value}
+        payload = {**_payloads(wired["project"], None)["codex"], "session_id": f"cx-{value}"}
+        code, out, _ = await asyncio.to_thread(_hook, "recall", "codex", payload, env)
+        assert (code, out) == (0, "")
+        log = (wired["config"] / "hooks.log").read_text()
+        assert f"the token is the unexpanded placeholder '{value}', so ECHO_MEMORY_TOKEN was not set" in log
+
+
+async def test_recall_shows_a_matching_project_file_nobody_ingested_yet(wired: dict[str, Any], stack: EchoStack) -> None:
+    await stack.admin_call("writes", "register_documents", {"project": "billing", "documents": [
+        {"path": "notes/refunds.md", "content": "Refunds above 500 euros need approval from the finance lead.\n"}]})
+    payload = {**_payloads(wired["project"], None)["codex"], "session_id": "cx-docs",
+               "prompt": "Who must approve a large refund?"}
+    code, out, _ = await asyncio.to_thread(_hook, "recall", "codex", payload)
+    text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "[pending document, not yet ingested" in text and "billing:notes/refunds.md" in text
+    assert "finance lead" in text

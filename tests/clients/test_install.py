@@ -179,7 +179,8 @@ def test_project_install_references_the_token_from_the_environment(
     for name in ("claude-code", "cursor", "codex", "vscode"):
         code, out, err = _run(capsys, "install", "--for", name, "--project", str(project), "--yes")
         assert code == 0, err
-        assert "export it" in out
+        assert "ECHO_MEMORY_TOKEN set in the environment that starts the client" in out
+        assert "the `echo-memory` command on the client's PATH" in out
     claude = json.loads((project / ".mcp.json").read_text())["mcpServers"]["echo-memory"]
     assert claude["type"] == "stdio" and claude["env"]["ECHO_MEMORY_TOKEN"] == "${ECHO_MEMORY_TOKEN}"
     cursor = json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]["echo-memory"]
@@ -203,3 +204,50 @@ def test_project_install_references_the_token_from_the_environment(
 def test_claude_desktop_has_no_project_config(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "install", "--for", "claude-desktop", "--project", str(tmp_path), "--yes")
     assert code == 1 and "--global" in err
+
+
+def test_a_project_install_beside_a_global_one_adds_no_second_entry_or_hook(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code merges user and project settings: the same server name in both is a scope conflict,
+    and a second recall hook would fire beside the first."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    code, _, err = _run(capsys, "install", "--for", "claude-code", "--global", "--token", TOKEN, "--yes")
+    assert code == 0, err
+    assert "echo-memory" in _servers(home / ".claude.json", "mcpServers")
+    assert "hook recall --client claude-code" in (home / ".claude" / "settings.json").read_text()
+
+    code, out, err = _run(capsys, "install", "--for", "claude-code", "--project", str(project), "--yes")
+    assert code == 0, err
+    assert not (project / ".mcp.json").exists()
+    assert not (project / ".claude" / "settings.json").exists()
+    assert "adds no second entry to .mcp.json" in out and "no second hook added" in out
+    assert (project / "CLAUDE.md").exists()  # instructions and the skill still go to the project
+
+    # Without a global install the project gets both, and says what it needs.
+    other = tmp_path / "other-home"
+    other.mkdir()
+    fresh = tmp_path / "repo2"
+    fresh.mkdir()
+    monkeypatch.setenv("HOME", str(other))
+    code, out, err = _run(capsys, "install", "--for", "claude-code", "--project", str(fresh), "--yes")
+    assert code == 0, err
+    assert "echo-memory" in _servers(fresh / ".mcp.json", "mcpServers")
+    assert "hook recall --client claude-code" in (fresh / ".claude" / "settings.json").read_text()
+    assert "export ECHO_MEMORY_TOKEN=" in out
+
+
+def test_a_global_install_run_inside_a_project_install_says_the_name_is_in_two_scopes(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "repo"
+    project.mkdir()
+    assert _run(capsys, "install", "--for", "claude-code", "--project", str(project), "--yes")[0] == 0
+    monkeypatch.chdir(project)
+    code, out, err = _run(capsys, "install", "--for", "claude-code", "--global", "--token", TOKEN, "--yes")
+    assert code == 0, err
+    assert "also has echo-memory (a project install)" in out and "uninstall --for claude-code --project ." in out
+    monkeypatch.chdir(tmp_path)  # elsewhere: nothing to say
+    code, out, _ = _run(capsys, "install", "--for", "claude-code", "--global", "--token", TOKEN, "--yes")
+    assert code == 0 and "two scopes" not in out

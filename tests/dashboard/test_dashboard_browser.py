@@ -64,7 +64,7 @@ async def test_click_node_edge_slider_search(stack: EchoStack, embedder: MiniLM,
     await seed(stack, embedder)
     await hostile_fact(stack)
     async with dashboard(stack) as d, browser_page(d.base_url) as w:
-        await open_dashboard(w, d)
+        await open_dashboard(w, d, "?include_demo=1")
         await w.page.screenshot(path=str(tmp_path / "graph.png"))
         total = await w.js("window.echoDashboard.state.graph.total_edges")
         assert total > 100
@@ -130,7 +130,7 @@ async def test_click_node_edge_slider_search(stack: EchoStack, embedder: MiniLM,
 async def test_overview_then_cluster_in_the_browser(stack: EchoStack, embedder: MiniLM, tmp_path: Path) -> None:
     await seed(stack, embedder)
     async with dashboard(stack) as d, browser_page(d.base_url) as w:
-        await open_dashboard(w, d, "?detail_edges=40")
+        await open_dashboard(w, d, "?detail_edges=40&include_demo=1")
         assert await w.js("window.echoDashboard.state.graph.view") == "overview"
         biggest = await w.js("window.echoDashboard.state.graph.clusters[0]")
         await w.page.screenshot(path=str(tmp_path / "overview.png"))

@@ -59,11 +59,11 @@ async def test_graph_clusters_islands_filters_and_history(stack: EchoStack, embe
         assert c["name"] == next(n["name"] for n in graph["nodes"] if n["id"] == c["id"])
     # Islands do not overlap: the bounding discs of different components are apart.
     assert len({n["x"] for n in graph["nodes"]}) > 1
-    assert graph["choices"]["agents"] and "ops-bot" in graph["choices"]["agents"]
+    assert graph["choices"]["agents"] and "demo-ops-bot" in graph["choices"]["agents"]
 
-    by_agent = await stack.admin_call("audit", "dashboard_graph", {"scope": ["demo"], "agent": "ops-bot"})
+    by_agent = await stack.admin_call("audit", "dashboard_graph", {"scope": ["demo"], "agent": "demo-ops-bot"})
     assert 0 < by_agent["total_edges"] < graph["total_edges"]
-    assert {e["agent_id"] for e in by_agent["edges"]} == {"ops-bot"}
+    assert {e["agent_id"] for e in by_agent["edges"]} == {"demo-ops-bot"}
     by_project = await stack.admin_call("audit", "dashboard_graph", {"scope": ["demo"], "project": "infra-live"})
     assert {e["project"] for e in by_project["edges"]} == {"infra-live"}
 

@@ -33,7 +33,7 @@ FACT = {
 async def _status(url: str, token: str | None) -> httpx2.Response:
     headers = dict(HEADERS)
     if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
+        headers["Authorization"] = f"Bearer {token}".strip()  # an empty token: the bare scheme
     async with httpx2.AsyncClient(timeout=10) as http:
         return await http.post(url, json=INIT, headers=headers)
 
@@ -45,6 +45,15 @@ async def test_missing_malformed_and_unknown_tokens_are_401_with_a_bearer_challe
         assert response.status_code == 401, (token, response.status_code)
         assert response.headers["www-authenticate"].startswith("Bearer")
     assert (await _status(stack.url, valid)).status_code == 200
+
+
+async def test_an_empty_or_unexpanded_token_variable_is_401_saying_so(stack: EchoStack) -> None:
+    for token, said in (("${ECHO_MEMORY_TOKEN}", "unexpanded placeholder '${ECHO_MEMORY_TOKEN}'"),
+                        ("${env:ECHO_MEMORY_TOKEN}", "unexpanded placeholder"), ("", "the token is empty")):
+        response = await _status(stack.url, token)
+        assert response.status_code == 401, token
+        assert said in response.json()["error_description"] and "ECHO_MEMORY_TOKEN" in response.json()["error_description"]
+        assert response.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
 
 
 async def test_a_revoked_token_stops_working_within_the_cache_window(stack: EchoStack) -> None:

@@ -132,6 +132,20 @@ async def test_stdio_refuses_to_start_with_a_revoked_token(stack: EchoStack) -> 
     assert "revoked" in stderr.decode()
 
 
+async def test_stdio_names_an_unexpanded_or_empty_token_variable(stack: EchoStack) -> None:
+    for token, said in (("${ECHO_MEMORY_TOKEN}", "unexpanded placeholder '${ECHO_MEMORY_TOKEN}'"),
+                        ("", "the token is empty")):
+        env = {"PATH": os.environ.get("PATH", ""), "ECHO_MEMORY_NATS_URL": stack.nats_url,
+               "ECHO_MEMORY_ORG": stack.org, "ECHO_MEMORY_TOKEN": token}
+        process = await asyncio.create_subprocess_exec(
+            str(ECHO_MEMORY), "mcp", env=env, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        _, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+        assert process.returncode == 2, token
+        assert said in stderr.decode() and "ECHO_MEMORY_TOKEN" in stderr.decode()
+
+
 async def test_recall_delimiters_are_stripped_from_written_text_end_to_end(stack: EchoStack) -> None:
     poisoned = {
         **FACT,

@@ -43,8 +43,6 @@ def test_a_missing_dataset_is_refused_with_a_reason(
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
-        (["eval"], "--dataset PATH"),
-        (["eval", "--context"], "--dataset PATH"),
         (["eval-external", "locomo"], "echo-memory eval-external locomo PATH"),
         (["eval-external", "madial", "--questions", "5"], "echo-memory eval-external madial PATH"),
         (["eval-external", "longmemeval", "--per-type", "2"], "echo-memory eval-external longmemeval PATH"),
@@ -59,6 +57,19 @@ def test_no_dataset_path_names_the_missing_argument(
     assert code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and named in err and "Traceback" not in err
+
+
+def test_eval_without_a_dataset_reads_the_own_store_and_says_when_it_is_not_running(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No dataset means the user's own store: with no system for this data directory, one line, exit 1.
+    monkeypatch.setenv("ECHO_MEMORY_HOME", str(tmp_path))
+    monkeypatch.delenv("ECHO_MEMORY_NATS_URL", raising=False)
+    assert main(["eval"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("echo-memory eval: ") and "Traceback" not in err
+    assert main(["eval", "--dataset", str(tmp_path), "--ablate"]) == 2
+    assert "--ablate runs on your own store" in capsys.readouterr().err
 
 
 def test_the_research_flags_are_not_product_commands(capsys: pytest.CaptureFixture[str]) -> None:

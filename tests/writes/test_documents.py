@@ -145,7 +145,8 @@ async def test_pending_is_paged_by_count_and_by_bytes(stack: EchoStack) -> None:
     assert [d["path"] for d in by_count["documents"]] == ["notes/00.md", "notes/01.md", "notes/02.md"]
     assert by_count["more"] is True
     assert [d["path"] for d in by_bytes["documents"]][-1] == "notes/big-b.md" and by_bytes["more"] is True
-    assert nothing == {"documents": [], "more": False, "memory_notice": MEMORY_NOTICE}
+    assert {k: nothing[k] for k in ("documents", "more", "memory_notice", "project", "matched")} == {
+        "documents": [], "more": False, "memory_notice": MEMORY_NOTICE, "project": None, "matched": "none"}
 
 
 async def test_mark_ingested_refusals_are_typed_and_change_nothing(stack: EchoStack) -> None:
@@ -179,3 +180,58 @@ async def test_register_documents_refuses_a_path_twice_in_one_call(stack: EchoSt
     else:
         raise AssertionError("a duplicated path was accepted")
     assert (await counts(stack.database_url))["documents"] == 0
+
+
+async def test_sync_leaves_out_what_install_wrote(stack: EchoStack, tmp_path: Path, sync) -> None:
+    """The installer's own block and files are not project memory: only the user's text is registered."""
+    from echo_memory.libs.local.clients import CLIENTS, Connection, apply_changes, plan_install
+
+    user_claude = "# Conventions\nDeploys go through the blue-green pipeline.\n"
+    _project(tmp_path, {"CLAUDE.md": user_claude, "notes/decisions.md": "We chose Postgres for pgvector.\n"})
+    conn = Connection(kind="http", url="http://127.0.0.1:8765/mcp")
+    for name in ("claude-code", "codex", "cursor", "vscode", "gemini"):
+        apply_changes(plan_install(CLIENTS[name], tmp_path / "home", tmp_path, conn, None))
+    written = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file() and "home" not in p.parts}
+    assert {"AGENTS.md", "GEMINI.md", ".cursor/rules/echo-memory.mdc"} <= written  # the installer wrote them here
+
+    code, out = await sync(str(tmp_path), "--project", "shop")
+    assert code == 0, out
+    rows = await sql(stack.database_url, "SELECT path, content FROM documents ORDER BY path")
+    assert rows == [("CLAUDE.md", user_claude), ("notes/decisions.md", "We chose Postgres for pgvector.\n")]
+    assert "skipped   AGENTS.md: written by `echo-memory install`" in out
+    assert "echo-memory:begin" not in "".join(r[1] for r in rows)
+
+
+async def test_pending_document_text_is_found_by_query_memory_until_ingested(stack: EchoStack, tmp_path: Path, sync) -> None:
+    _project(tmp_path / "shop", {"notes/billing.md": "Refunds above 500 euros need approval from the finance lead.\n"})
+    code, out = await sync(str(tmp_path / "shop"))
+    assert code == 0, out
+    async with stack.client(stack.issue_token("claude-code")) as claude:
+        is_error, found = await call(claude, "query_memory", {"query": "who approves large refunds?"})
+        assert not is_error, found
+        assert found["results"] == []  # no fact holds it yet
+        [hit] = found["pending_documents"]
+        assert (hit["kind"], hit["ingested"], hit["project"], hit["path"]) == ("pending_document", False, "shop",
+                                                                              "notes/billing.md")
+        assert "finance lead" in hit["excerpt"]
+        text = (await claude.call_tool("query_memory", {"query": "who approves large refunds?"})).content[0].text
+        assert "pending document, not yet ingested" in text and "finance lead" in text
+
+        _, unrelated = await call(claude, "query_memory", {"query": "kubernetes cluster upgrade"})
+        assert unrelated["pending_documents"] == []
+
+        # The project by its directory's path or by its name; the answer says which matched.
+        by_path = await _pending(claude, str(tmp_path / "shop"))
+        assert (by_path["project"], by_path["matched"]) == ("shop", "path")
+        by_name = await _pending(claude, "shop")
+        assert (by_name["project"], by_name["matched"]) == ("shop", "name")
+        none = await _pending(claude, str(tmp_path / "elsewhere"))
+        assert (none["documents"], none["project"], none["matched"]) == ([], None, "none")
+        assert "elsewhere" in none["note"]
+
+        await call(claude, "mark_ingested", {"document_id": by_name["documents"][0]["document_id"]})
+        _, after = await call(claude, "query_memory", {"query": "who approves large refunds?"})
+        assert after["pending_documents"] == []
+    async with stack.client(stack.issue_token("cursor")) as cursor:  # still pending for another agent
+        _, other = await call(cursor, "query_memory", {"query": "who approves large refunds?"})
+        assert [d["path"] for d in other["pending_documents"]] == ["notes/billing.md"]

@@ -34,6 +34,7 @@ class GraphFilter(StrictModel):
     since: Instant | None = Field(None, description="only facts written at or after this instant")
     until: Instant | None = Field(None, description="only facts written before the end of this second/minute/day")
     as_of: Instant | None = Field(None, description="facts valid at this instant; default now")
+    include_demo: bool = Field(False, description="with no scope named, also show demo-seed's scopes (demo, demo-*)")
 
 
 class GraphInput(GraphFilter):
@@ -165,6 +166,7 @@ class RecallCostInput(StrictModel):
     agent: str | None = Field(None, min_length=1, max_length=100)
     since: Instant | None = None
     until: Instant | None = None
+    include_demo: bool = Field(False, description="with no scope named, also count demo-seed's scopes (demo, demo-*)")
 
 
 class AgentRecallCost(BaseModel):

@@ -58,6 +58,10 @@ def render_recall(result: dict[str, Any]) -> str:
         lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} {shown}{label}] {text} ({where})")
     if items and result.get("note"):
         lines.append(f"note: {result['note']}")
+    for doc in result.get("pending_documents") or []:
+        excerpt = strip_delimiters(doc.get("excerpt", ""))
+        lines.append(f"[pending document, not yet ingested {doc.get('document_id')}] {doc.get('project')}:"
+                     f"{strip_delimiters(doc.get('path', ''))}: {excerpt}")
     lines.append(f"read_id: {result.get('read_id')}  tokens: {result.get('total_tokens')}")
     lines.append(CLOSE_TAG)
     return "\n".join(lines)

@@ -21,6 +21,7 @@ CheckStatus = Literal["strong", "weak", "unknown"]
 class HealthInput(StrictModel):
     scope: str | None = Field(None, description="one scope's public name; default every scope of the org")
     window_days: int = Field(7, ge=1, le=365, description="how far back read figures look")
+    include_demo: bool = Field(False, description="count demo-seed's scopes (demo, demo-*) when no scope is named")
 
 
 class AgentWrites(BaseModel):

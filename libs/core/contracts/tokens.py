@@ -42,3 +42,24 @@ def org_of(token: str) -> str | None:
 def well_formed(token: str) -> bool:
     """True when `token` has the exact shape `mint` produces; anything else cannot be a live token."""
     return bool(_WELL_FORMED.match(token))
+
+
+TOKEN_ENV = "ECHO_MEMORY_TOKEN"
+# A client that reads `${ECHO_MEMORY_TOKEN}` (or `${env:…}`, `$…`) from a config file whose
+# variable is not set passes the placeholder itself, or nothing, as the token.
+_PLACEHOLDER = re.compile(r"^\$(\{(env:)?[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)$")
+_SET_IT = (f"set {TOKEN_ENV} to a token from `echo-memory token create --agent NAME` in the environment "
+           "that starts the client (export it in the shell, then restart the client)")
+
+
+def token_problem(token: str | None) -> str | None:
+    """Why `token` cannot be a token at all, before asking anyone: empty, or an unexpanded
+    `${ECHO_MEMORY_TOKEN}`-style placeholder; None for anything else (which may still be refused)."""
+    if token is None:
+        return None
+    text = token.strip()
+    if not text:
+        return f"the token is empty: {_SET_IT}"
+    if _PLACEHOLDER.match(text) or text.startswith("${"):
+        return f"the token is the unexpanded placeholder '{text[:64]}', so {TOKEN_ENV} was not set: {_SET_IT}"
+    return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -265,7 +266,13 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
     from echo_memory.libs.local.cli.connection import NotRunning
     from echo_memory.libs.local.clients import CLIENTS, ConfigError
     from echo_memory.libs.local.clients.hooks import HOOKS
-    from echo_memory.libs.local.clients.plan import PROJECT_COMMAND, plan_client, plan_credentials
+    from echo_memory.libs.local.clients.plan import (
+        PROJECT_COMMAND,
+        global_overlap,
+        plan_client,
+        plan_credentials,
+        project_entry_here,
+    )
 
     client = CLIENTS[args.client]
     home = _home()
@@ -284,14 +291,48 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
         return _err(getattr(exc, "message", None) or str(exc))
     print(f"echo-memory: {client.label} → {remote.url if remote else LOCAL_NOTE}"
           + (f" as agent '{client.agent_id}'" if tokens.issued else ""))
+    overlap = global_overlap(client, home, project)
+    for line in _overlap_notes(client.label, *overlap):
+        print(line)
+    if project is None and project_entry_here(client, Path.cwd()):
+        print(f"echo-memory: {client.label}: this directory's .mcp.json also has echo-memory (a project install); "
+              "here Claude Code sees the name in two scopes. Remove the project's entry with "
+              "`echo-memory uninstall --for claude-code --project .` (the global one serves this project too)")
     code = _apply_or_revoke(settings, changes, args.yes, tokens.issued, project)
     if code == 0:
         _revoke_replaced(settings, tokens.replaced)
-        if project is not None:
-            print(f"echo-memory: the project config reads the token from $ECHO_MEMORY_TOKEN; create one with "
-                  f"`echo-memory token create --agent {client.agent_id}` and export it")
+        if project is not None and not overlap[0]:
+            for line in project_needs(client.agent_id, shutil.which(PROJECT_COMMAND)):
+                print(line)
         _hook_notes([client.name], args.no_hooks)
     return code
+
+
+def _overlap_notes(label: str, entry: bool, hook: bool) -> list[str]:
+    notes = []
+    if entry:
+        notes.append(f"echo-memory: {label} already has echo-memory at user scope (global install), which serves every "
+                     "project: this project install adds no second entry to .mcp.json (the same name in two scopes "
+                     "is a conflict). To give this repository its own entry, "
+                     "`echo-memory uninstall --for claude-code --global` first.")
+    if hook:
+        notes.append(f"echo-memory: {label}'s global recall hook already runs in this project: no second hook added "
+                     "(it would recall twice per prompt)")
+    return notes
+
+
+def project_needs(agent_id: str, on_path: str | None) -> list[str]:
+    """What a project install needs on each machine that uses it: the token variable and the command."""
+    lines = [
+        "echo-memory: this project's files need two things wherever the client runs:",
+        "  1. ECHO_MEMORY_TOKEN set in the environment that starts the client, e.g.",
+        f"       export ECHO_MEMORY_TOKEN=$(echo-memory token create --agent {agent_id} | tail -n 1)",
+        "     (unset or empty, the client sends the literal ${ECHO_MEMORY_TOKEN} and is refused with that message)",
+        "  2. the `echo-memory` command on the client's PATH (the files name it bare, no path of this machine): "
+        + (f"found at {on_path}" if on_path else "NOT on this shell's PATH now; add the directory holding "
+           f"{_executable()} to PATH"),
+    ]
+    return lines
 
 
 def _executable() -> str:

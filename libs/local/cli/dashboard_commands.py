@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.admin import StatusResult
 from echo_memory.libs.core.contracts.audit import ExportFileError
+from echo_memory.libs.core.contracts.demo import DEMO_PREFIX, DEMO_SCOPE, is_demo_scope
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.local.cli.audit_commands import admin_session
 from echo_memory.libs.local.cli.backup import Call, import_lines
@@ -26,7 +28,6 @@ if TYPE_CHECKING:  # the demo data embeds with the model: loaded only by demo-se
     from echo_memory.libs.local.demo.seed import Embed
 
 DEFAULT_PORT = 8790
-DEMO_SCOPE = "demo"
 DEMO_FACTS = 1200
 
 
@@ -37,12 +38,16 @@ def register(sub: Any) -> None:
     dash.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"loopback port (default {DEFAULT_PORT})")
     dash.add_argument("--out", metavar="FILE", type=Path,
                       help="instead of serving, write a self-contained HTML snapshot of the graph to FILE (mode 0600)")
-    dash.add_argument("--scope", default="", help="with --out: comma-separated scopes (default every readable scope)")
+    dash.add_argument("--scope", default="",
+                      help="with --out: comma-separated scopes (default every readable scope but demo-seed's demo, demo-*)")
     dash.set_defaults(func=_dashboard)
 
-    demo = sub.add_parser("demo-seed", help="fill a new scope with an invented software org, for screenshots")
-    demo.add_argument("--scope", default=DEMO_SCOPE, help=f"scope to create and fill (default {DEMO_SCOPE}); "
-                      "it must not hold memory yet")
+    demo = sub.add_parser("demo-seed", help="fill a demo scope with an invented software org, for screenshots")
+    demo.add_argument("--scope", default=DEMO_SCOPE, help=f"scope to create and fill (default {DEMO_SCOPE}); named "
+                      f"{DEMO_SCOPE} or {DEMO_PREFIX}<name>, which health, status and the dashboard leave out unless "
+                      "asked; it must not hold memory yet")
+    demo.add_argument("--remove", action="store_true",
+                      help="take the demo scope out again: names the audited erasure command that removes it")
     demo.add_argument("--facts", type=int, default=DEMO_FACTS, help=f"about how many fact versions (default {DEMO_FACTS})")
     demo.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same org")
     demo.set_defaults(func=_demo_seed)
@@ -109,7 +114,21 @@ def _snapshot(settings: Settings, out: Path, scopes: list[str] | None) -> int:
 
 
 def _demo_seed(settings: Settings, args: Any) -> int:
-    """Create and fill the scope; prints what was restored. 2 for a bad argument, 1 when the system refuses."""
+    """Create and fill the scope; prints what was restored. 2 for a bad argument, 1 when the system refuses.
+
+    With --remove: 0 when the scope holds nothing; otherwise 1 and the erasure command to run, since
+    taking memory out goes through the audited erasure path only (demo-seed never deletes).
+    """
+    if not is_demo_scope(args.scope):
+        print(f"echo-memory demo-seed: --scope must be {DEMO_SCOPE} or start with {DEMO_PREFIX} "
+              f"(got {args.scope!r}), so demo data is never mistaken for real memory", file=sys.stderr)
+        return 2
+    if args.remove:
+        try:
+            return eventloop.run(_remove(settings, args.scope), use_uvloop=settings.uvloop)
+        except EchoError as exc:
+            print(f"echo-memory demo-seed: {exc.code}: {exc.message}", file=sys.stderr)
+            return 1
     if not 1 <= args.facts <= 200_000:
         print("echo-memory demo-seed: --facts must be between 1 and 200000", file=sys.stderr)
         return 2
@@ -121,6 +140,19 @@ def _demo_seed(settings: Settings, args: Any) -> int:
     except ExportFileError as exc:
         print(f"echo-memory demo-seed: refused, nothing was written: {exc}", file=sys.stderr)
         return 2
+
+
+async def _remove(settings: Settings, scope: str) -> int:
+    async with admin_session(settings) as call:
+        status = StatusResult.model_validate(await call("writes", "status", {}, settings.timeouts.admin))
+    found = next((s for s in status.scopes if s.scope == scope), None)
+    if found is None or found.facts == 0:
+        print(f"demo-seed: scope '{scope}' holds no demo memory; nothing to remove")
+        return 0
+    print(f"echo-memory demo-seed: scope '{scope}' holds {found.facts} invented fact versions; demo-seed does not "
+          f"erase memory itself. Remove it with the audited erasure:\n  echo-memory forget --scope {scope} --confirm",
+          file=sys.stderr)
+    return 1
 
 
 async def _seed(settings: Settings, scope: str, facts: int, seed: int) -> int:

@@ -4,6 +4,8 @@ Finds the files agents keep project memory in, reads them as UTF-8 and registers
 with the writes service (`register_documents`), in batches small enough for one bus message.
 Agents then see them through `pending_documents` and extract facts with `write_episode`.
 Registering unchanged content is a no-op, so running it on every commit or session start is fine.
+What `echo-memory install` wrote is never registered: a file it owns is skipped, and from an
+instructions file (CLAUDE.md, AGENTS.md, GEMINI.md) only the user's text around our block is.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from echo_memory.libs.core.contracts.documents import (
 )
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.local.cli.connection import admin_call
+from echo_memory.libs.local.clients import ConfigError, user_text
 from echo_memory.libs.server import eventloop
 
 # Files found at any depth (below skipped directories), and paths relative to the root.
@@ -108,6 +111,16 @@ def docs_sync(settings: Settings, args: argparse.Namespace) -> int:
             print(f"skipped   {relative}: not readable as UTF-8 text ({type(exc).__name__})")
             skipped += 1
             continue
+        try:
+            own = user_text(content)
+        except ConfigError as exc:
+            print(f"skipped   {relative}: {exc}")
+            skipped += 1
+            continue
+        if own is None:
+            print(f"skipped   {relative}: written by `echo-memory install`, not project memory")
+            continue
+        content = own
         size = len(content.encode("utf-8"))
         if size > MAX_DOCUMENT_BYTES or "\x00" in content:
             print(f"skipped   {relative}: larger than {MAX_DOCUMENT_BYTES} bytes or binary")

@@ -18,6 +18,8 @@ def register(sub: Any) -> None:
     health = sub.add_parser("health", help="a 0-100 score of how well the memory is used, with what to fix")
     health.add_argument("--scope", help="one scope (default: every scope)")
     health.add_argument("--days", type=int, default=7, help="how far back read figures look (default 7)")
+    health.add_argument("--include-demo", action="store_true",
+                        help="also count demo-seed's scopes (demo, demo-*), left out by default")
     health.add_argument("--json", action="store_true", help="print the result as JSON (docs/health.md)")
     health.set_defaults(func=_health)
 
@@ -27,7 +29,7 @@ def _health(settings: Settings, args: Any) -> int:
     from echo_memory.libs.core.contracts.errors import EchoError
     from echo_memory.libs.local.cli.connection import admin_call
 
-    body: dict[str, Any] = {"window_days": args.days}
+    body: dict[str, Any] = {"window_days": args.days, "include_demo": args.include_demo}
     if args.scope:
         body["scope"] = args.scope
     try:

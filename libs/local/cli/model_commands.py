@@ -45,6 +45,15 @@ def register(sub: Any) -> None:
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         parser.set_defaults(func=lambda s, a: _run(s, a.command, command(s, a)))
 
+    judge = sub.add_parser("judge-external", help="opt-in: your own model grades the answers of a finished "
+                           "`eval-external --json` run (dry run unless --send)")
+    judge.add_argument("report", help="the JSON report `eval-external ... --json` printed, saved to a file")
+    judge.add_argument("--send", action="store_true",
+                       help="send the requests to your model (default: only print what would be sent and how many)")
+    judge.add_argument("--limit", type=int, help="only the first N questions of the report")
+    judge.add_argument("--json", action="store_true", help="print the result as JSON, every question's grade included")
+    judge.set_defaults(func=lambda s, a: _run(s, "judge-external", judge_external(a)))
+
 
 def _run(settings: Settings, command: str, work: Any) -> int:
     from pydantic import ValidationError
@@ -114,6 +123,43 @@ async def command(settings: Settings, args: Any) -> int:
         for item in report.items:
             print(_line(item))
         print(report.summary())
+    return 0
+
+
+async def judge_external(args: Any) -> int:
+    """Grade a finished eval-external report's questions with the user's model; the exit code.
+
+    Dry run (no --send): prints the number of calls and the first question's requests, sends nothing,
+    needs no key. 2 for a file that is missing, not JSON, or not a report with the question texts;
+    LlmNotConfigured (exit 1) with --send and no key or model. Never touches any store.
+    """
+    from pathlib import Path
+
+    from echo_memory.libs.core.config.llm import LlmSettings
+    from echo_memory.libs.local.llm import judge
+
+    try:
+        report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        asked = judge.questions(report)
+    except (OSError, ValueError) as exc:  # judge.ReportError and json.JSONDecodeError are ValueErrors
+        print(f"echo-memory judge-external: {args.report}: {exc}", file=sys.stderr)
+        return 2
+    if args.limit is not None:
+        if args.limit < 1:
+            print("echo-memory judge-external: --limit must be at least 1", file=sys.stderr)
+            return 2
+        asked = asked[: args.limit]
+    dataset = str(report.get("dataset", "?"))
+    llm = LlmSettings()
+    if not args.send:
+        print(judge.dry_run(dataset, asked, llm.model, llm.base_url))
+        return 0
+    from echo_memory.libs.local.llm.client import ChatClient
+
+    chat = ChatClient(llm)  # refuses before anything is sent when the key or model is unset
+    async with chat:
+        result = judge.summary(dataset, await judge.judge(chat, asked), chat.model)
+    print(json.dumps(result, indent=2) if args.json else judge.render(result))
     return 0
 
 

@@ -44,8 +44,16 @@ def register(sub: Any) -> None:
     reindex.add_argument("--lexical-only", action="store_true", help="skip re-embedding")
     reindex.set_defaults(func=_reindex)
 
-    evaluate = sub.add_parser("eval", help="retrieval quality on agent-facts (hit@1, hit@10, MRR over the ranking and MRR@10, by kind)")
-    evaluate.add_argument("--dataset", metavar="PATH", help=f"{AGENT_FACTS_FILE} or the folder holding it (required)")
+    evaluate = sub.add_parser("eval", help="retrieval quality on your own store (queries made from its facts) "
+                              "or on agent-facts with --dataset; scored in a throw-away copy")
+    evaluate.add_argument("--dataset", metavar="PATH", help=f"{AGENT_FACTS_FILE} or the folder holding it "
+                          "(default: your own store, read only)")
+    evaluate.add_argument("--scope", default="shared", help="own store: the scope to evaluate (default shared)")
+    evaluate.add_argument("--queries", type=int, default=60, metavar="N",
+                          help="own store: facts to derive queries from, three queries each (default 60)")
+    evaluate.add_argument("--seed", type=int, default=0, help="own store: which facts are chosen (default 0)")
+    evaluate.add_argument("--ablate", action="store_true",
+                          help="own store: each retrieval channel off in turn, paired against the full system")
     evaluate.add_argument("--context", action="store_true", help="tokens per recall vs a full notes dump")
     evaluate.add_argument("--sweep", action="store_true", help="with --context: the same as a curve across store size")
     evaluate.add_argument("--sweep-sizes", default="25,50,100,200", metavar="N,N,...",
@@ -156,13 +164,15 @@ def _eval(settings: Any, args: Any) -> int:
     from echo_memory.libs.local.eval.report import render_eval, render_sweep
     from echo_memory.libs.local.eval.runner import run_agent_facts, run_context_sweep
 
-    if args.dataset is None:
-        return _refuse("eval", f"give the agent-facts dataset: --dataset PATH ({AGENT_FACTS_FILE} or its folder)")
     if args.sweep and not args.context:
         return _refuse("eval", "--sweep draws the --context curve: give both")
     sizes = _sizes(args.sweep_sizes)
     if sizes is None:
         return _refuse("eval", f"--sweep-sizes takes positive integers separated by commas, not {args.sweep_sizes!r}")
+    if args.dataset is None:
+        return _eval_own(settings, args, sizes)
+    if args.ablate:
+        return _refuse("eval", "--ablate runs on your own store: leave out --dataset")
     dataset = _dataset_file("eval", args.dataset, AGENT_FACTS_FILE)
     if dataset is None:
         return USAGE_ERROR
@@ -179,6 +189,36 @@ def _eval(settings: Any, args: Any) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(render_sweep(report) if args.sweep else render_eval(report))
+    return 0
+
+
+def _eval_own(settings: Any, args: Any, sizes: list[int]) -> int:
+    """Score retrieval on the user's own scope: read it over the bus, score a throw-away copy.
+
+    Prints the report (or JSON); 2 for a bad argument, 1 when the system is not running, refuses,
+    or the scope holds no active fact to make a query from.
+    """
+    from echo_memory.libs.local.cli.audit_commands import admin_session
+    from echo_memory.libs.local.eval import own_store
+
+    if not 1 <= args.queries <= 10_000:
+        return _refuse("eval", f"--queries must be between 1 and 10000, not {args.queries}")
+
+    async def job() -> dict[str, Any]:
+        async with admin_session(settings) as read:
+            return await own_store.run(read, args.scope, retrieval=settings.retrieval,
+                                       timeout=settings.timeouts.bulk, limit=args.queries, seed=args.seed,
+                                       context=args.context, sweep=sizes if args.sweep else (), ablate=args.ablate)
+
+    try:
+        report = _run_harness(settings, "eval", job())
+    except own_store.EmptyStore as exc:
+        print(f"echo-memory eval: scope '{args.scope}': {exc}; write some memory first, or pass --scope",
+              file=sys.stderr)
+        return 1
+    if report is None:
+        return 1
+    print(json.dumps(report, indent=2) if args.json else own_store.render(report))
     return 0
 
 

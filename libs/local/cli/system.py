@@ -13,6 +13,7 @@ import psutil
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.admin import StatusResult, TokenCreateResult, TokenVerifyResult
+from echo_memory.libs.core.contracts.demo import is_demo_scope
 from echo_memory.libs.core.contracts.errors import EchoError, SchemaTooNew
 from echo_memory.libs.core.contracts.tokens import hash_token
 from echo_memory.libs.local.cli.connection import admin_call
@@ -220,7 +221,7 @@ def line(settings: Settings) -> int:
     return _print_client_line(settings, state.edge_url)
 
 
-def status(settings: Settings) -> int:
+def status(settings: Settings, *, include_demo: bool = False) -> int:
     """Print each component's truth: running or not, port, pid, restarts; then schema and facts.
 
     Exit code 0 when every component runs, 1 otherwise (including when nothing runs).
@@ -249,16 +250,24 @@ def status(settings: Settings) -> int:
     except EchoError as exc:
         print(f"schema: unknown ({exc.message})")
         return 1
-    print("\n".join(render_store(result)))
+    print("\n".join(render_store(result, include_demo=include_demo)))
     return 0 if all_up else 1
 
 
-def render_store(result: StatusResult) -> list[str]:
-    """The schema version, then per scope its facts and, under it, each agent that wrote there."""
+def render_store(result: StatusResult, *, include_demo: bool = False) -> list[str]:
+    """The schema version, then per scope its facts and, under it, each agent that wrote there.
+
+    demo-seed's scopes (demo, demo-*) are left out unless `include_demo`; a line says how many were.
+    """
     lines = [f"schema version: {result.schema_version}"]
+    hidden = [s.scope for s in result.scopes if not include_demo and is_demo_scope(s.scope)]
     for scope in result.scopes:
+        if scope.scope in hidden:
+            continue
         last = f", last write {scope.last_write:%Y-%m-%d %H:%M:%S}" if scope.last_write else ""
         lines.append(f"scope {scope.scope}: {scope.active_facts} active facts, {scope.facts} in history{last}")
         lines += [f"  {w.agent_id:<20} {w.active_facts:>7} active {w.facts:>7} in history, "
                   f"last write {w.last_write:%Y-%m-%d %H:%M:%S}" for w in scope.writers]
+    if hidden:
+        lines.append(f"demo scopes not shown: {', '.join(hidden)} (invented data; `status --include-demo` lists them)")
     return lines

@@ -15,6 +15,7 @@ from echo_memory.libs.local.clients.clients import (
     existing_token,
     plan_install,
     plan_uninstall,
+    user_text,
 )
 from echo_memory.libs.local.clients.files import ConfigError, FileChange, apply_changes
 from echo_memory.libs.local.clients.remote import RemoteEdge, load_remote, save_remote, validate_remote
@@ -34,5 +35,6 @@ __all__ = [
     "plan_install",
     "plan_uninstall",
     "save_remote",
+    "user_text",
     "validate_remote",
 ]

@@ -204,6 +204,17 @@ def _owned_file_text(client: Client) -> str:
     return front + OWNED_MARK + "\n\n" + GUIDANCE
 
 
+def user_text(text: str) -> str | None:
+    """`text` without what `echo-memory install` wrote in it: None when nothing of the user's is left.
+
+    A file carrying OWNED_MARK is wholly ours; an instructions file keeps the user's text around our
+    MD_BEGIN..MD_END block. Raises ConfigError for a begin marker without its end marker.
+    """
+    if OWNED_MARK in text:
+        return None
+    return remove_block(text, MD_BEGIN, MD_END)
+
+
 def existing_token(client: Client, home: Path, project: Path | None) -> str | None:
     """The literal token of an `echo-memory` entry already in the client's config, if any.
 

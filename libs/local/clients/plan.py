@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from echo_memory.libs.local.clients.clients import Client, Connection, plan_install, plan_uninstall
-from echo_memory.libs.local.clients.files import FileChange, read_text
+from echo_memory.libs.local.clients.clients import SERVER_NAME, Client, Connection, plan_install, plan_uninstall
+from echo_memory.libs.local.clients.files import ConfigError, FileChange, load_json, read_text
 from echo_memory.libs.local.clients.hooks import (
     HOOKS,
     merge_changes,
@@ -22,16 +22,63 @@ from echo_memory.libs.local.clients.hooks import (
 PROJECT_COMMAND = "echo-memory"  # project files name the command on PATH, never this machine's paths
 
 
+def global_overlap(client: Client, home: Path, project: Path | None) -> tuple[bool, bool]:
+    """(MCP entry, recall hook) that a global install of `client` already provides in every project.
+
+    Only Claude Code merges user and project settings this way: a second `echo-memory` server in the
+    project's .mcp.json is the same name in two scopes (Claude Code reports conflicting scopes), and a
+    second recall hook in .claude/settings.json fires beside the user's. (False, False) for a global
+    install, other clients, or no global install.
+    """
+    if project is None or client.name != "claude-code":
+        return False, False
+    user_config = client.config(home, None)
+    text = read_text(user_config) if user_config is not None else None
+    try:
+        servers = load_json(user_config, text).get(client.root_key) if user_config is not None else None
+    except ConfigError:
+        servers = None  # the install of the project goes on; a broken user file is not ours to judge here
+    entry = isinstance(servers, dict) and SERVER_NAME in servers
+    hook_file = HOOKS[client.name].file(home, None)
+    hook_text = read_text(hook_file)
+    try:
+        hook = hook_text is not None and unhook_text(client.name, hook_file, hook_text) != hook_text
+    except ConfigError:
+        hook = False
+    return entry, hook
+
+
+def project_entry_here(client: Client, directory: Path) -> bool:
+    """True when `directory` (where a global install of Claude Code is run) holds a project install's
+    `echo-memory` entry in .mcp.json: in that project the name is then in two scopes."""
+    if client.name != "claude-code":
+        return False
+    path = client.config(directory, directory)
+    try:
+        servers = load_json(path, read_text(path)).get(client.root_key) if path is not None else None
+    except ConfigError:
+        return False
+    return isinstance(servers, dict) and SERVER_NAME in servers
+
+
 def plan_client(
     client: Client, home: Path, project: Path | None, conn: Connection, token: str | None, executable: str,
     *, hooks: bool = True,
 ) -> list[FileChange]:
     """The changes installing `client` makes (see plan_install; adds its skill and hooks).
 
+    A project install of Claude Code leaves out the MCP entry and the hooks that a global install
+    already provides (global_overlap), so the two coexist.
+
     Raises:
         ConfigError: as plan_install, or a hook or skill file that cannot be edited safely.
     """
+    has_entry, has_hook = global_overlap(client, home, project)
     changes = plan_install(client, home, project, conn, token)
+    if has_entry:
+        config = client.config(home, project)
+        changes = [c for c in changes if c.path != config]
+    hooks = hooks and not has_hook
     skill = plan_skill(client.name, home, project)
     if skill is not None:
         changes.append(skill)
@@ -62,4 +109,4 @@ def plan_credentials(tokens: dict[str, tuple[str, str | None] | None], home_dir:
     return [plan_hook_tokens(tokens, home_dir)] if tokens else []
 
 
-__all__ = ["PROJECT_COMMAND", "plan_client", "plan_client_removal", "plan_credentials"]
+__all__ = ["PROJECT_COMMAND", "global_overlap", "project_entry_here", "plan_client", "plan_client_removal", "plan_credentials"]

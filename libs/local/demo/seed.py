@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from echo_memory.libs.core.contracts.audit import EXPORT_FORMAT, EXPORT_VERSION, SECTIONS
+from echo_memory.libs.core.contracts.demo import demo_agent
 from echo_memory.libs.server.embed.minilm import MODEL_NAME, count_tokens
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -47,8 +48,10 @@ FIRST = ["Priya", "Marco", "Aiko", "Tomas", "Lena", "Omar", "Sofia", "Ravi", "Jo
 LAST = ["Raman", "Okafor", "Lindqvist", "Tanaka", "Moreau", "Haddad", "Novak", "Silva", "Berg", "Castillo",
         "Kowalski", "Mensah", "Duarte", "Ivanova", "Sato", "Fischer", "Rossi", "Adeyemi", "Larsen", "Kaur"]
 REGIONS = ["eu", "us", "apac", "latam", "africa", "nordics", "gulf", "canada"]
-AGENTS = {"claude-code": "claude-code", "cursor": "cursor", "codex": "codex-cli", "gemini-cli": "gemini-cli",
-          "ops-bot": "ops-bot"}
+# Agent ids carry the demo- prefix so no figure or filter mistakes them for the user's own agents.
+CLAUDE, CURSOR, CODEX, OPS = demo_agent("claude-code"), demo_agent("cursor"), demo_agent("codex"), demo_agent("ops-bot")
+AGENTS = {CLAUDE: "claude-code", CURSOR: "cursor", CODEX: "codex-cli", demo_agent("gemini-cli"): "gemini-cli",
+          OPS: "ops-bot"}
 PROJECTS = ["platform-monorepo", "infra-live", "mobile-app", "data-pipelines", "incident-review"]
 SIDE_PROJECTS = [
     ("hackathon-haiku-bot", "haiku-corpus", "trained_on", "The hackathon haiku bot is trained on the haiku corpus."),
@@ -156,13 +159,13 @@ def _division(w: _World, d: int) -> None:
             start = rng.uniform(60, 110)
             for i, v in enumerate(versions):  # upgrades: each version supersedes the last
                 w.fact((svc, "service"), (lib, "library"), "uses_version", f"{svc} uses {lib} {v}.",
-                       w.now - timedelta(days=start - i * rng.uniform(15, 25)), agent="codex",
+                       w.now - timedelta(days=start - i * rng.uniform(15, 25)), agent=CODEX,
                        project="platform-monorepo")
             on_call = people[team]
             for week in range(0, 16, 4):  # the on-call rotation changes every four weeks
                 p = on_call[(week // 4) % len(on_call)]
                 w.fact((svc, "service"), (tname, "team"), "on_call_rotation", f"{p} is the primary on call for {svc}.",
-                       w.now - timedelta(days=112 - week * 7, hours=rng.randint(0, 8)), agent="ops-bot",
+                       w.now - timedelta(days=112 - week * 7, hours=rng.randint(0, 8)), agent=OPS,
                        project="incident-review")
         w.fact((tname, "team"), (people[team][0], "person"), "led_by", f"The {tname} is led by {people[team][0]}.",
                w.when(100, 130))
@@ -172,9 +175,9 @@ def _division(w: _World, d: int) -> None:
         t = w.when(5, 95)
         deploy = f"deploy {svc} r{rng.randint(100, 999)}"
         w.fact((inc, "incident"), (svc, "service"), "affected", f"{inc} took {svc} down for {rng.randint(4, 90)} minutes.",
-               t, agent="ops-bot", project="incident-review")
+               t, agent=OPS, project="incident-review")
         w.fact((inc, "incident"), (deploy, "change"), "caused_by", f"{inc} was caused by the {deploy} rollout.",
-               t + timedelta(hours=2), agent="ops-bot", project="incident-review", hint="caused_by")
+               t + timedelta(hours=2), agent=OPS, project="incident-review", hint="caused_by")
         team = next(tm for tm, ss in services.items() if svc in ss)
         w.fact((rng.choice(people[team]), "person"), (inc, "incident"), "mitigated", f"{inc} was mitigated by a rollback.",
                t + timedelta(hours=3), project="incident-review")
@@ -182,7 +185,7 @@ def _division(w: _World, d: int) -> None:
         w.fact((inc, "incident"), (adr, "decision"), "led_to", f"{inc} led to {adr}.", t + timedelta(days=2),
                project="incident-review", hint="led_to")
         w.fact((adr, "decision"), (svc, "service"), "applies_to", f"{adr} applies to every {svc} release.",
-               t + timedelta(days=2, hours=1), agent="claude-code")
+               t + timedelta(days=2, hours=1), agent=CLAUDE)
 
 
 def build_world(facts: int, *, now: datetime, seed: int = 0, ids: str = "") -> _World:
@@ -198,7 +201,7 @@ def build_world(facts: int, *, now: datetime, seed: int = 0, ids: str = "") -> _
         if d % 3 == 0:
             name, other, relation, text = SIDE_PROJECTS[(d // 3) % len(SIDE_PROJECTS)]
             tag = "" if d < 12 else f" {d}"
-            w.fact((name + tag, "project"), (other + tag, "dataset"), relation, text, w.when(10, 60), agent="cursor")
+            w.fact((name + tag, "project"), (other + tag, "dataset"), relation, text, w.when(10, 60), agent=CURSOR)
         d += 1
     return w
 
@@ -232,9 +235,9 @@ def demo_export(facts: int, *, org: str, scope: str, embed: Embed, now: datetime
         eid, kind, first = w.entities[key]
         seen = first - timedelta(minutes=1)
         records["entity"].append({"type": "entity", "id": eid, "scope_id": scope_id, "name": w.names[key],
-                                  "entity_type": kind, "embedding": _b64(vector), "created_by": "claude-code",
+                                  "entity_type": kind, "embedding": _b64(vector), "created_by": CLAUDE,
                                   "created_at": _iso(seen)})
-        audit.append({"kind": "entity_created", "agent_id": "claude-code", "entity_id": eid, "fact_id": None,
+        audit.append({"kind": "entity_created", "agent_id": CLAUDE, "entity_id": eid, "fact_id": None,
                       "before": None, "after": {"name": w.names[key], "type": kind, "aliases": []},
                       "reason": f"new entity '{w.names[key]}'", "created_at": seen, "session_id": None,
                       "tool": "claude-code"})

@@ -45,6 +45,7 @@ class Question:
     question: str
     evidence: list[str]
     category: int
+    answer: str = ""  # the reference answer (judge-external grades a model's answer against it)
 
 
 @dataclass
@@ -96,6 +97,7 @@ def load(path: str | Path) -> list[Conversation]:
             if not gold:
                 skipped += 1
                 continue
-            questions.append(Question(qa["question"], list(dict.fromkeys(gold)), int(qa["category"])))
+            answer = qa.get("answer", qa.get("adversarial_answer", ""))
+            questions.append(Question(qa["question"], list(dict.fromkeys(gold)), int(qa["category"]), str(answer)))
         conversations.append(Conversation(sample["sample_id"], turns, questions, skipped))
     return conversations

@@ -19,6 +19,7 @@ from typing import Any
 from echo_memory.libs.local.eval import agent_facts, locomo, longmemeval
 from echo_memory.libs.local.eval.bm25 import BM25, lead
 from echo_memory.libs.local.eval.metrics import (
+    RECALL_DEPTH,
     hit_at,
     percentile,
     recall_at,
@@ -89,6 +90,7 @@ async def run_locomo(
 
     rows: list[dict[str, Any]] = []
     baseline: list[dict[str, Any]] = []
+    asked_texts: list[dict[str, Any]] = []
     latencies: list[float] = []
     skipped = 0
     for conv in locomo.load(path)[:conversations]:
@@ -105,6 +107,7 @@ async def run_locomo(
             category = locomo.CATEGORIES[qa.category]
             rows.append({"category": category, **asked_one.scores,
                          "tokens": returned_tokens(asked_one.items)})
+            asked_texts.append(judged_row(qa.question, qa.answer, category, asked_one.items))
             ranked = index_bm25.rank(qa.question, k)
             baseline.append({"category": category, **locomo_scores(ranked, set(qa.evidence), session_of, k),
                              "tokens": recall_tokens([tokens_of[d] for d in ranked])})
@@ -115,7 +118,15 @@ async def run_locomo(
             "overall": summary(rows), "by_category": _by(rows, "category"), "latency_ms": _latency(latencies),
             "bm25": {"overall": summary(baseline), "by_category": _by(baseline, "category")},
             "lead_over_bm25": leads,
-            "per_question": [{"system": mine, "bm25": theirs} for mine, theirs in zip(rows, baseline, strict=True)]}
+            "per_question": [{"system": mine, "bm25": theirs, **asked} for mine, theirs, asked
+                             in zip(rows, baseline, asked_texts, strict=True)]}
+
+
+def judged_row(question: str, answer: str, kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """What `judge-external` needs of one asked question: its text, the reference answer, its kind and
+    the texts the top-10 recall returned (the memory an agent would have answered from)."""
+    return {"question": question, "answer": answer, "kind": kind,
+            "retrieved": [str(item.get("text", "")) for item in items[:RECALL_DEPTH]]}
 
 
 @dataclass
@@ -182,7 +193,9 @@ async def run_longmemeval(
         ranked = [session_of.get(item["id"], "?") for item in result["results"]]
         rows.append({"type": question.question_type, "question_id": question.question_id,
                      **longmemeval_scores(ranked, set(question.answer_session_ids)),
-                     "tokens@10": returned_tokens(result["results"])})
+                     "tokens@10": returned_tokens(result["results"]),
+                     **judged_row(question.question[:4000], question.answer, question.question_type,
+                                  result["results"])})
         if show:
             progress("longmemeval", index, len(questions))
     by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)

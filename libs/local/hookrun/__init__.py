@@ -7,6 +7,7 @@ any failure it prints nothing, exits 0 and appends one line to `hooks.log` in th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -15,10 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from echo_memory.libs.core.contracts.tokens import token_problem
 from echo_memory.libs.local.hookrun import paths
-from echo_memory.libs.local.hookrun.events import CLIENT_NAMES, context_output, parse, shape_of
+from echo_memory.libs.local.hookrun.events import CLIENT_NAMES, HookInput, context_output, parse, shape_of
 from echo_memory.libs.local.private_files import open_private_text
 
+CLAIM_SECONDS = 30.0  # two handlers of one prompt start within milliseconds; a retyped prompt comes later
 DEADLINE_SECONDS = 2.0  # the whole recall round trip; the agent proceeds without memory after it
 USAGE = "usage: echo-memory hook recall|capture --client " + "|".join(CLIENT_NAMES)
 # Clients that also run Claude Code's hook files; their payloads are left to their own Echo hooks.
@@ -42,7 +45,11 @@ def _credentials(client: str) -> tuple[str, str]:
     if tokens_file.exists():  # absent for project installs: the token comes from the environment
         saved = json.loads(tokens_file.read_text(encoding="utf-8"))
     entry = (saved.get("clients") or {}).get(client) or {}
-    token = os.environ.get(paths.TOKEN_ENV) or entry.get("token")
+    from_env = os.environ.get(paths.TOKEN_ENV)
+    token = from_env or entry.get("token")
+    problem = token_problem(from_env)
+    if problem is not None and (from_env or not token):  # a placeholder always; empty only when nothing else
+        raise ValueError(problem)
     if not token:
         raise ValueError(f"no token: set {paths.TOKEN_ENV} or run `echo-memory hooks install --for {client}`")
     url = entry.get("url")
@@ -56,6 +63,36 @@ def _credentials(client: str) -> tuple[str, str]:
     if not url:
         raise ValueError("the local system runs no HTTP edge; start it with `echo-memory up`")
     return str(url), str(token)
+
+
+def claim_prompt(hook: HookInput, prompt_id: Any) -> bool:
+    """True for the first of our recall hooks to see this prompt; False for any other within CLAIM_SECONDS.
+
+    Claude Code runs the hooks of user and project settings side by side: with a global and a
+    project install both present, two of ours see every prompt and only one may answer.
+    """
+    key = hashlib.sha256(json.dumps([hook.client, hook.session_id, prompt_id, hook.prompt]).encode()).hexdigest()[:32]
+    folder = paths.config_dir() / "hook-claims"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / key
+    now = time.time()
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        try:
+            if now - path.stat().st_mtime < CLAIM_SECONDS:
+                return False
+        except FileNotFoundError:
+            return True
+        os.utime(path)  # the same prompt asked again later: a new turn
+        return True
+    for old in folder.iterdir():  # a few files a minute at most; nothing older is needed
+        try:
+            if now - old.stat().st_mtime > 10 * CLAIM_SECONDS:
+                old.unlink()
+        except FileNotFoundError:
+            pass
+    return True
 
 
 def run(action: str, client: str, raw: str) -> str | None:
@@ -73,6 +110,9 @@ def run(action: str, client: str, raw: str) -> str | None:
 
     turns.remember_prompt(hook)
     if recall.skip_reason(hook.prompt) is not None:
+        return None
+    if not claim_prompt(hook, json.loads(raw).get("prompt_id")):
+        _log(client, "recall skipped: another echo-memory recall hook already answers this prompt")
         return None
     url, token = _credentials(client)
     text = recall.recall(hook, url, token, DEADLINE_SECONDS)

@@ -89,8 +89,8 @@ def query_args(hook: HookInput) -> dict[str, Any]:
 
 
 def context_text(result: dict[str, Any], prompt: str | None) -> str | None:
-    """The context to inject, or None when nothing was recalled."""
-    if not result.get("results"):
+    """The context to inject, or None when nothing was recalled (no fact, turn or pending project file)."""
+    if not result.get("results") and not result.get("pending_documents"):
         return None
     parts = [render_recall(result)]
     if prompt is not None:

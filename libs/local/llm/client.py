@@ -1,10 +1,11 @@
 """The one outbound request of Echo Memory: a chat completion at the user's own OpenAI-compatible endpoint.
 
-Only `echo-memory distil` and `echo-memory infer-causal-hints` construct a `ChatClient`, and only
-when the user runs them. Every request is bounded (`LlmSettings.timeout_seconds`), asks for a JSON
-object matching a schema (OpenAI structured output, `response_format: json_schema`), and its reply
-is validated by the pydantic model the schema came from. A 429 or 5xx is retried after Retry-After
-(capped) a few times; then, like every other failure, it is a typed error (libs/local/llm/errors.py).
+Only `echo-memory distil`, `echo-memory infer-causal-hints` and `echo-memory judge-external --send`
+construct a `ChatClient`, and only when the user runs them. Every request is bounded
+(`LlmSettings.timeout_seconds`), asks for a JSON object matching a schema (OpenAI structured
+output, `response_format: json_schema`), and its reply is validated by the pydantic model the
+schema came from. A 429 or 5xx is retried after Retry-After (capped) a few times; then, like every
+other failure, it is a typed error (libs/local/llm/errors.py).
 """
 
 from __future__ import annotations

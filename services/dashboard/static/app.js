@@ -10,6 +10,7 @@ const HOUR = 3600 * 1000;
 const state = {
   filters: { scope: null, agent: '', project: '', since: '', until: '' },
   asOf: null, // ms since epoch, or null for now
+  includeDemo: false, // ?include_demo=1: also show demo-seed's scopes
   range: null, // [first, last] ms for the slider
   graph: null,
   cluster: null,
@@ -66,6 +67,7 @@ function query(extra) {
   const f = state.filters;
   for (const s of f.scope || []) p.append('scope', s);
   for (const k of ['agent', 'project', 'since', 'until']) if (f[k]) p.set(k, f[k]);
+  if (state.includeDemo) p.set('include_demo', '1');
   if (state.asOf !== null) p.set('as_of', new Date(state.asOf).toISOString().slice(0, 19) + 'Z');
   for (const [k, v] of Object.entries(extra || {})) if (v !== null && v !== undefined && v !== '') p.set(k, v);
   return p.toString();
@@ -603,6 +605,8 @@ async function boot() {
   // ?scope=NAME (repeatable) on the page's URL opens it on those scopes; otherwise every readable one.
   const asked = new URLSearchParams(location.search).getAll('scope');
   if (asked.length) state.filters.scope = asked;
+  // ?include_demo=1 also shows demo-seed's scopes, which the default view leaves out.
+  state.includeDemo = new URLSearchParams(location.search).get('include_demo') === '1';
   wire();
   try {
     await enter();
