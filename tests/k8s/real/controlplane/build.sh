@@ -63,7 +63,7 @@ for cmd in kube-apiserver kube-controller-manager; do
 done
 ln -sf "$W/root/usr/bin/etcd" "$W/bin/etcd"
 "$W/bin/kube-apiserver" --version
-"$W/bin/etcd" --version | head -1
+"$W/bin/etcd" --version | sed -n 1p  # sed reads it all: head would SIGPIPE etcd, failing the script under pipefail
 echo "$VERSION" >"$STAMP"
 # Go's build cache and the unpacked source are only needed to build: drop them (~1.5 GB).
 rm -rf "$W/gocache" "$W/gopath" "$W/src/k8s"
