@@ -22,7 +22,7 @@ def _nothing_configured(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
 def test_an_unexpected_exception_is_not_hidden(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _nothing_configured(monkeypatch, tmp_path)
 
-    def broken(settings: object) -> int:
+    def broken(settings: object, **options: object) -> int:
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(system, "status", broken)
@@ -35,7 +35,7 @@ def test_an_echo_error_escaping_a_command_is_one_sentence(
 ) -> None:
     _nothing_configured(monkeypatch, tmp_path)
 
-    def down(settings: object) -> int:
+    def down(settings: object, **options: object) -> int:
         raise Unavailable("the database of org 'local' cannot be reached")
 
     monkeypatch.setattr(system, "status", down)
@@ -48,7 +48,7 @@ def test_a_refused_connection_escaping_a_command_is_one_sentence(
 ) -> None:
     _nothing_configured(monkeypatch, tmp_path)
 
-    def dial(settings: object) -> int:
+    def dial(settings: object, **options: object) -> int:
         socket.create_connection(("127.0.0.1", free_port()), timeout=5).close()  # a real refused connection
         return 0
 

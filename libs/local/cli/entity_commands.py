@@ -43,13 +43,13 @@ def register(sub: Any) -> None:
     merge.set_defaults(func=merge_entities)
 
     unmerge = commands.add_parser("unmerge", help="ALIAS and the facts it brought become their own entity again")
-    unmerge.add_argument("entity", metavar="A")
+    unmerge.add_argument("entity", metavar="A", help="the entity that absorbed ALIAS (name, alias or id)")
     unmerge.add_argument("alias", metavar="ALIAS", help="the entity A absorbed (its name, an alias or its id)")
     unmerge.set_defaults(func=unmerge_entities)
 
     rename = commands.add_parser("rename", help="give A a new name; the old name stays an alias")
-    rename.add_argument("entity", metavar="A")
-    rename.add_argument("new_name", metavar="NEW_NAME")
+    rename.add_argument("entity", metavar="A", help="the entity to rename (name, alias or id)")
+    rename.add_argument("new_name", metavar="NEW_NAME", help="its new name; the old one stays an alias")
     rename.set_defaults(func=rename_entity)
 
     for sub_parser in (listing, merge, unmerge, rename):
