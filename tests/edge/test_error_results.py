@@ -24,6 +24,7 @@ BAD_CALLS: dict[str, list[dict[str, Any]]] = {
     "mark_distilled": [{"episode_ids": []}, {"episode_ids": ["00000000-0000-0000-0000-000000000000"]}],
     "trace_cause": [{"topic": 3}, {"topic": "deploy", "scope": "team-x"}],
     "get_audit_log": [{"limit": "many"}, {"scope": "team-x"}],
+    "brief": [{"max_tokens": 1}, {"scope": "team-x"}],
 }
 
 

@@ -49,14 +49,14 @@ async def test_a_written_fact_comes_back_ranked_with_score_and_provenance(stack:
     assert text.startswith("<echo-memory-recall>") and text.rstrip().endswith("</echo-memory-recall>")
 
 
-async def test_all_nine_tools_are_listed_with_their_contract_schemas(stack: EchoStack) -> None:
+async def test_all_ten_tools_are_listed_with_their_contract_schemas(stack: EchoStack) -> None:
     from echo_memory.libs.core.contracts.write import WriteEpisodeInput
 
     async with stack.client(stack.issue_token("cursor")) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == {
         "write_episode", "query_memory", "record_recall_save", "pending_documents",
-        "mark_ingested", "trace_cause", "get_audit_log", "pending_episodes", "mark_distilled",
+        "mark_ingested", "trace_cause", "get_audit_log", "pending_episodes", "mark_distilled", "brief",
     }
     assert tools["write_episode"].input_schema["properties"].keys() == WriteEpisodeInput.model_json_schema()["properties"].keys()
     assert "session_id" in tools["write_episode"].input_schema["required"]
