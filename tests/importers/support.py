@@ -23,10 +23,11 @@ def env_for(stack: EchoStack, home: Path) -> dict[str, str]:
             "ECHO_MEMORY_ORG": stack.org}
 
 
-async def cli(env: dict[str, str], *args: str, timeout: float = 280) -> tuple[int, dict[str, Any] | None, str]:
-    """(exit code, the --json report or None, stderr) of one `echo-memory <args> --json` process."""
+async def cli(env: dict[str, str], *args: str, timeout: float = 280,
+              report: bool = True) -> tuple[int, dict[str, Any] | None, str]:
+    """(exit code, the --json report or None, stderr) of one `echo-memory <args> [--json]` process."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "echo_memory.libs.local.cli", *args, "--json", env=env, cwd=ROOT,
+        sys.executable, "-m", "echo_memory.libs.local.cli", *args, *(["--json"] if report else []), env=env, cwd=ROOT,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), timeout=timeout)
     report = json.loads(out) if out.strip() else None
