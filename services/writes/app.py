@@ -18,7 +18,7 @@ from echo_memory.libs.core.contracts.write import WriteEpisodeInput, WriteEpisod
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.routes import Route, on_connection
 from echo_memory.libs.server.telemetry import steps
-from echo_memory.services.writes import admin, calibrate, distil, documents, idempotency, post_hoc, recall
+from echo_memory.services.writes import admin, calibrate, distil, documents, end_facts, idempotency, post_hoc, recall
 from echo_memory.services.writes.batch_import import import_episodes
 from echo_memory.services.writes.episode import write_episode
 from echo_memory.services.writes.relay import OutboxRelay
@@ -49,6 +49,7 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("unhinted_facts", on_connection(post_hoc.unhinted_facts)),
         Route("add_causal_hints", on_connection(post_hoc.add_causal_hints), changed),
         Route("clear_post_hoc", on_connection(post_hoc.clear_post_hoc), changed),
+        Route("end_facts", on_connection(end_facts.end_facts), changed),
     ]
 
 

@@ -56,6 +56,7 @@ def accounted(report: dict[str, Any]) -> None:
     """Every record has exactly one outcome, and every one not stored has a reason."""
     assert sum(report["outcomes"].values()) == report["records"], report["outcomes"]
     assert sum(report["kinds"].values()) == report["records"]
-    not_stored = report["records"] - report["outcomes"]["stored"] - report["outcomes"]["superseded"]
+    o = report["outcomes"]
+    not_stored = report["records"] - o["stored"] - o["superseded"] - o["ended"]
     assert len(report["reasons"]) == not_stored
     assert all(r["reason"] and r["where"] for r in report["reasons"])

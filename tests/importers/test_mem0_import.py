@@ -7,6 +7,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from echo_memory.libs.local.importers import mem0
 from echo_memory.libs.testing import EchoStack
 from tests.importers.support import FIXTURES, accounted, cli, env_for, facts_by
@@ -18,6 +20,11 @@ TOOL = "echo-memory import --from mem0"
 def history() -> list[tuple[Any, ...]]:
     with sqlite3.connect(DIR / "history.db") as conn:
         return conn.execute("SELECT memory_id, new_memory, event FROM history ORDER BY rowid").fetchall()
+
+
+def history_times() -> list[tuple[Any, ...]]:
+    with sqlite3.connect(DIR / "history.db") as conn:
+        return conn.execute("SELECT memory_id, new_memory, event, updated_at FROM history ORDER BY rowid").fetchall()
 
 
 def exported() -> list[dict[str, Any]]:
@@ -34,7 +41,7 @@ async def test_versions_become_supersession_and_ids_provenance(stack: EchoStack,
     outcomes = first["outcomes"]
     updates = sum(e == "UPDATE" for _, _, e in rows)
     deletes = sum(e == "DELETE" for _, _, e in rows)
-    assert outcomes["superseded"] == updates and outcomes["not_mapped"] == deletes
+    assert outcomes["superseded"] == updates and outcomes["ended"] == deletes and outcomes["not_mapped"] == 0
     assert outcomes["refused"] == 1 and any("password" in r["reason"] for r in first["reasons"])
     # Each memory of the export is the history's last version: reported, not written twice.
     assert outcomes["unchanged"] == len(memories)
@@ -49,12 +56,16 @@ async def test_versions_become_supersession_and_ids_provenance(stack: EchoStack,
         versions = [new for m, new, e in rows if m == memory_id and e in ("ADD", "UPDATE") and "password" not in new]
         stored = by_relation.get(f"memory {memory_id}", [])
         assert [f["text"].split(": ", 1)[1] for f in stored] == versions, memory_id
-        assert [f["current"] for f in stored] == [False] * (len(versions) - 1) + [True] * bool(versions)
+        alive = not any(m == memory_id and e == "DELETE" for m, _, e in rows)
+        assert [f["current"] for f in stored] == [False] * (len(versions) - 1) + [alive] * bool(versions)
         assert all(later["supersedes"] is not None for later in stored[1:])
-    # A deleted memory keeps its last version current: reported, not erased.
+    # A deletion ends the memory's last version without erasing it, audited with its reason.
     deleted = next(m for m, _, e in rows if e == "DELETE")
-    assert by_relation[f"memory {deleted}"][-1]["current"] is True
-    assert any("deleted in mem0" in r["reason"] for r in first["reasons"] if r["outcome"] == "not_mapped")
+    assert [f["current"] for f in by_relation[f"memory {deleted}"]] == [False]
+    with psycopg.connect(stack.database_url) as conn:
+        ended = conn.execute("SELECT reason, tool FROM audit_log WHERE kind = 'fact_ended'").fetchall()
+    assert ended == [(f"memory {deleted} was deleted in mem0 at " + next(
+        str(u) for m, _, e, u in history_times() if m == deleted and e == "DELETE"), TOOL)]
 
     # Provenance: the user owns the memory, the agent wrote it, the run is the session.
     billing = next(m for m in memories if m.get("agent_id"))
@@ -69,6 +80,7 @@ async def test_versions_become_supersession_and_ids_provenance(stack: EchoStack,
     accounted(second)
     assert second["outcomes"]["stored"] == second["outcomes"]["superseded"] == 0
     assert len(facts_by(stack, TOOL)) == len(facts)
+    assert [f["current"] for f in facts_by(stack, TOOL)] == [f["current"] for f in facts]
 
 
 async def test_an_export_alone_stores_each_memory_once(stack: EchoStack, tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ AUDIT_KINDS = (
     # post_hoc = true; before: the version a post-hoc command wrote, now ended; after: the earlier
     # claim restored as a new version (or null), or the episodes whose distillation was released
     "post_hoc_cleared",
+    "fact_ended",  # before: the claim whose validity ended without a new version (import --from); reason: why
 )
 
 MAX_AUDIT_PAGE = 1000

@@ -20,6 +20,7 @@ from echo_memory.libs.core.contracts import (
     dashboard,
     distil,
     documents,
+    end_facts,
     health,
     imports,
     post_hoc,
@@ -64,6 +65,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("writes", "unhinted_facts", post_hoc.UnhintedFactsInput, post_hoc.UnhintedFactsResult, "read"),
     Verb("writes", "add_causal_hints", post_hoc.AddCausalHintsInput, post_hoc.AddCausalHintsResult, "write"),
     Verb("writes", "clear_post_hoc", post_hoc.ClearPostHocInput, post_hoc.ClearPostHocResult, "bulk"),
+    # `import --from` replaying another memory system's deletions; not an MCP tool.
+    Verb("writes", "end_facts", end_facts.EndFactsInput, end_facts.EndFactsResult, "write"),
     Verb("retrieval", "query_memory", query.QueryMemoryInput, query.QueryMemoryResult, "read"),
     Verb("causal", "trace_cause", causal.TraceCauseInput, causal.TraceCauseResult, "read"),
     Verb("audit", "get_audit_log", audit.GetAuditLogInput, audit.GetAuditLogResult, "read"),

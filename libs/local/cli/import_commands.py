@@ -90,16 +90,16 @@ async def import_from(settings: Settings, source: str, path_text: str, *, scope:
 
 
 def sender(client: Any, settings: Settings, source: str, scope: str | None) -> Send:
-    """write_episode as the agent that kept the memories, with the import named as the tool."""
+    """write_episode (end_facts for a deletion) as the agent that kept the memories, the import named as the tool."""
     from echo_memory.libs.core.contracts.bus import Caller
 
-    async def send(agent: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def send(agent: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         # The CLI on the host is trusted like the admin identity it also uses: the records were
         # written by the source's agent, and that is the provenance the store keeps.
         caller = Caller(org=settings.org, agent_id=agent, read_scopes=[scope or "shared"],
                         write_scopes=[scope or "shared"], tool=tool_of(source))
-        result: dict[str, Any] = await client.call(caller=caller, service="writes", verb="write_episode",
-                                                   args=args, timeout=settings.timeouts.write)
+        result: dict[str, Any] = await client.call(caller=caller, service="writes", verb=verb, args=args,
+                                                   timeout=settings.timeouts.write)
         return result
 
     return send

@@ -21,13 +21,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from echo_memory.libs.core.contracts.end_facts import MAX_END_FACTS, EndFactsResult
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.write import MAX_ENTITIES, MAX_FACTS, WriteEpisodeResult
-from echo_memory.libs.local.importers.records import OUTCOMES, Outcome, SourceRecord
+from echo_memory.libs.local.importers.records import OUTCOMES, WRITTEN, Outcome, SourceRecord
 from echo_memory.libs.local.importers.state import FromState
 
-# (agent, write_episode arguments) -> the result as a dict; raises EchoError when the store refuses.
-Send = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+# (agent, verb, arguments) -> the result as a dict; raises EchoError when the store refuses. The
+# verb is write_episode, or end_facts for a record that ends an edge (a deletion at the source).
+Send = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 IN_FLIGHT = 4
 RETRIES = 4  # a retryable error (conflict, unavailable, bus_timeout) is tried again this often
@@ -48,6 +50,7 @@ class Batch:
     agent: str
     session: str
     project: str | None
+    ends: bool = False  # an end_facts call instead of a write_episode
     records: list[SourceRecord] = field(default_factory=list)
     entities: dict[str, dict[str, str]] = field(default_factory=dict)
     edges: set[tuple[str, str, str]] = field(default_factory=set)
@@ -55,7 +58,8 @@ class Batch:
     def fits(self, record: SourceRecord, agent: str) -> bool:
         new = {_key(e.name) for e in record.entities} - self.entities.keys()
         return (agent == self.agent and record.session == self.session and record.project == self.project
-                and len(self.records) < MAX_FACTS and len(self.entities) + len(new) <= MAX_ENTITIES
+                and record.ends == self.ends and len(self.records) < (MAX_END_FACTS if self.ends else MAX_FACTS)
+                and len(self.entities) + len(new) <= MAX_ENTITIES
                 and _edge(record) not in self.edges)
 
     def add(self, record: SourceRecord) -> None:
@@ -65,6 +69,10 @@ class Batch:
         self.edges.add(_edge(record))
 
     def args(self, scope: str | None) -> dict[str, Any]:
+        if self.ends:
+            ended = [{"source": r.fact.source, "target": r.fact.target, "relation": r.fact.relation,
+                      "reason": r.reason or "ended at the source"} for r in self.records if r.fact is not None]
+            return {"session_id": self.session, "facts": ended, **({"scope": scope} if scope else {})}
         facts = [{"source": r.fact.source, "target": r.fact.target, "relation": r.fact.relation,
                   "fact": r.fact.text, "confidence": "extracted"} for r in self.records if r.fact is not None]
         body: dict[str, Any] = {"session_id": self.session, "entities": list(self.entities.values()), "facts": facts}
@@ -96,7 +104,7 @@ class Report:
 
     def note(self, record: SourceRecord, outcome: Outcome, reason: str | None = None, **extra: Any) -> None:
         self.outcomes[outcome] += 1
-        if outcome not in ("stored", "superseded"):
+        if outcome not in WRITTEN:
             self.reasons.append({"where": record.where, "kind": record.kind, "outcome": outcome,
                                  "reason": reason or outcome, **extra})
 
@@ -146,7 +154,7 @@ class Importer:
                     await self._launch(batch)
                     batch = None
                 if batch is None:
-                    batch = Batch(agent, record.session, record.project)
+                    batch = Batch(agent, record.session, record.project, ends=record.ends)
                 batch.add(record)
                 self._show()
             if batch is not None:
@@ -175,7 +183,7 @@ class Importer:
         done: list[tuple[str, str]] = []
         for record, (outcome, reason, extra) in zip(batch.records, results, strict=True):
             self.report.note(record, outcome, reason, **extra)
-            if outcome in ("stored", "superseded", "unchanged"):
+            if outcome in WRITTEN or outcome == "unchanged":
                 done.append((self._digest(record, batch.agent), outcome))
         self.state.mark_done(self.source, done)
 
@@ -186,24 +194,29 @@ class Importer:
 
     async def _write(self, batch: Batch, key: str) -> list[tuple[Outcome, str | None, dict[str, Any]]]:
         try:
-            result = await self._call(batch.agent, {**batch.args(self.scope), "idempotency_key": key})
+            if batch.ends:
+                ended = EndFactsResult.model_validate(await self._call(batch.agent, "end_facts", batch.args(self.scope)))
+                return [("ended", None, {"fact_id": r.fact_id}) if r.outcome == "ended" else
+                        ("unchanged", "no current fact on that edge (ended already, or never stored)", {})
+                        for r in ended.results]
+            result = await self._call(batch.agent, "write_episode", {**batch.args(self.scope), "idempotency_key": key})
         except EchoError as exc:
             if len(batch.records) == 1:
                 return [("refused", f"{exc.code}: {exc.message}", {})]
             # One record of the batch is refused (a secret, a clash once names resolve): find which.
             out: list[tuple[Outcome, str | None, dict[str, Any]]] = []
             for record in batch.records:
-                single = Batch(batch.agent, batch.session, batch.project)
+                single = Batch(batch.agent, batch.session, batch.project, ends=batch.ends)
                 single.add(record)
                 out += await self._write(single, single.key(self.source, self.scope))
             return out
         return outcomes_of(batch.records, WriteEpisodeResult.model_validate(result))
 
-    async def _call(self, agent: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, agent: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         assert self.send is not None
         for attempt in range(RETRIES + 1):
             try:
-                return await self.send(agent, args)
+                return await self.send(agent, verb, args)
             except EchoError as exc:
                 if not exc.retryable or attempt == RETRIES:
                     raise

@@ -11,7 +11,8 @@
 Mapped as: each memory is a fact of its owner (the user id, else the agent id, else "mem0")
 on its own edge (relation `memory <id>`): "<owner>: <memory>". Its agent id is the agent that
 wrote it, its run id the session. Its history replays in order: ADD stores the first version,
-each UPDATE a new version that supersedes the one before.
+each UPDATE a new version that supersedes the one before, DELETE ends the current version
+(writes' `end_facts`: its validity ends, nothing is erased).
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ MAX_EXPORT_BYTES = 500_000_000
 UNMAPPED = (
     "mem0's created_at and updated_at: write_episode sets validity when the import writes, so the times are "
     "not carried (every version is valid from the import; the order of versions is kept)",
-    "DELETE events: no write ends a fact without a new version, so a deleted memory's last version stays "
-    "current; each DELETE is reported as not_mapped with its time",
     "metadata, hash, actor_id and role of a memory",
 )
 
@@ -181,10 +180,12 @@ def _history(path: Path, owners: dict[str, Owner], latest: dict[str, str]) -> It
             if not isinstance(memory_id, str) or not memory_id:
                 yield refused(key, "memory_version", where, f"{where}: no memory_id", SOURCE)
             elif event == "DELETE":
-                yield SourceRecord(
-                    key=key, kind="memory_version", where=where, outcome="not_mapped", session=SOURCE,
-                    reason=f"memory {memory_id} was deleted in mem0 at {updated or created}; no write ends a fact "
-                    "without a new version, so its last version stays current")
+                owner = owners.get(memory_id) or Owner({})
+                me = owner.entity
+                yield checked(SourceRecord(
+                    key=key, kind="memory_version", where=where, entities=[me], session=owner.session,
+                    agent=owner.writer, ends=True, reason=f"memory {memory_id} was deleted in mem0 at {updated or created}",
+                    fact=PlannedFact(source=me.name, target=me.name, relation=f"memory {memory_id}", text="deleted")))
             elif event in ("ADD", "UPDATE"):
                 if not isinstance(new, str):
                     yield refused(key, "memory_version", where, f"{where}: {event} without new_memory", SOURCE)

@@ -13,8 +13,9 @@ MAX_TYPE_CHARS = 64
 MAX_RELATION_CHARS = 100
 
 RecordKind = Literal["entity", "observation", "relation", "memory", "memory_version", "note", "line"]
-Outcome = Literal["stored", "superseded", "unchanged", "deferred", "refused", "not_mapped"]
-OUTCOMES: tuple[Outcome, ...] = ("stored", "superseded", "unchanged", "deferred", "refused", "not_mapped")
+Outcome = Literal["stored", "superseded", "ended", "unchanged", "deferred", "refused", "not_mapped"]
+OUTCOMES: tuple[Outcome, ...] = ("stored", "superseded", "ended", "unchanged", "deferred", "refused", "not_mapped")
+WRITTEN: frozenset[str] = frozenset({"stored", "superseded", "ended"})  # outcomes that changed the store
 
 
 class EntityRef(BaseModel):
@@ -45,6 +46,7 @@ class SourceRecord(BaseModel):
     fact: PlannedFact | None = None
     outcome: Outcome | None = Field(None, description="decided by the reader: refused or not_mapped, with reason")
     reason: str | None = None
+    ends: bool = Field(False, description="the record ends `fact`'s edge (a deletion at the source); `reason` says why")
     agent: str | None = Field(None, description="who wrote it at the source, when the source says so")
     session: str
     project: str | None = None

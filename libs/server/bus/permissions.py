@@ -114,7 +114,7 @@ def authorization(passwords: dict[str, str]) -> dict[str, Any]:
 
 
 # The chart's copy of the table (charts/echo-memory/files/): its templates build NATS's users from it.
-CHART_PERMISSIONS = Path(__file__).resolve().parents[2] / "charts" / "echo-memory" / "files" / "nats-permissions.json"
+CHART_PERMISSIONS = Path(__file__).resolve().parents[3] / "charts" / "echo-memory" / "files" / "nats-permissions.json"
 
 
 def permission_table_json() -> str:
