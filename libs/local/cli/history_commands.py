@@ -81,6 +81,9 @@ def run_import(settings: Settings, args: Any) -> int:
     if args.from_source or args.path or args.agent:
         if not (args.from_source and args.path):
             raise SystemExit("echo-memory import: --from SOURCE and PATH go together (--agent only with them)")
+        if args.source or args.file or args.watch or args.since:
+            raise SystemExit("echo-memory import: --from reads another memory system; --source, --file, --watch "
+                             "and --since are for agent histories")
         from echo_memory.libs.local.cli.import_commands import run_from
 
         return run_from(settings, args)
