@@ -8,7 +8,8 @@ MCP memory graph file, a basic-memory folder, a mem0 history database with updat
 the real CLI against it as a child process: the read-only pass (`--dry-run`) and the import,
 with records/s and the importer's own peak RSS (the service's memory is not in it). The same
 number of agent-history turns (`--history`, lab/import_bench.py's synthetic histories) is
-imported on the same system for comparison. A measurement, not a test.
+imported on the same system for comparison. `--read-only` runs only the read pass, without a
+system: whether the importer's memory stays flat as the store grows. A measurement, not a test.
 """
 
 from __future__ import annotations
@@ -162,18 +163,37 @@ async def bench(records: int, sources: list[str], history: str, work: Path) -> N
         pg.stop()
 
 
+def read_only(records: int, sources: list[str], work: Path) -> None:
+    """Only the read pass (`--dry-run`, no system): records/s and whether the importer's memory stays flat."""
+    print(f"{'source':<22} {'records':>7} {'read s':>7} {'read r/s':>9} {'RSS read MiB':>12}", flush=True)
+    for source in sources:
+        home = work / f"home-{source}"
+        home.mkdir()
+        path = make(source, home, records)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("ECHO_MEMORY_")}, "HOME": str(home),
+               "ECHO_MEMORY_HOME": str(home / "echo")}
+        took, kib, dry = _child(env, work, "--from", source, str(path), "--dry-run")
+        assert int(dry["records"]) == records, dry  # type: ignore[call-overload]
+        print(f"{'from ' + source:<22} {records:>7} {took:>7.1f} {records / took:>9.0f} {kib / 1024:>12.0f}", flush=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated sources")
     parser.add_argument("--history", default="claude-code", help="agent-history format to compare with")
+    parser.add_argument("--read-only", action="store_true", help="only the read pass; start no system")
     args = parser.parse_args()
     sources = [s for s in args.sources.split(",") if s]
     if set(sources) - set(SOURCES):
         raise SystemExit(f"unknown sources: {', '.join(sorted(set(sources) - set(SOURCES)))}")
     work = Path(tempfile.mkdtemp(prefix="echo-import-from-bench-"))
     try:
-        asyncio.run(bench(args.records, sources, args.history, work))
+        if args.read_only:
+            read_only(args.records, sources, work)
+        else:
+            asyncio.run(bench(args.records, sources, args.history, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
