@@ -7,7 +7,8 @@ from pathlib import Path
 
 from echo_memory.libs.local.importers import mcp_memory
 from echo_memory.libs.local.importers.records import MAX_FACT_CHARS
-from tests.importers.support import FIXTURES
+from echo_memory.libs.testing import EchoStack
+from tests.importers.support import FIXTURES, cli, env_for, facts_by
 
 
 def test_each_bad_line_is_refused_with_its_reason_and_nothing_is_cut(tmp_path: Path) -> None:
@@ -62,3 +63,12 @@ def test_a_missing_or_non_file_path_is_refused() -> None:
             assert words in exc.message
         else:
             raise AssertionError(f"{text} was accepted")
+
+
+async def test_a_scope_that_does_not_exist_stops_the_run_and_stores_nothing(stack: EchoStack, tmp_path: Path) -> None:
+    env = env_for(stack, tmp_path)
+    code, report, err = await cli(env, "import", "--from", "mcp-memory", str(FIXTURES / "mcp-memory.jsonl"),
+                                  "--scope", "no-such-scope")
+    assert code == 1 and report is None
+    assert "not_found" in err or "scope_denied" in err, err
+    assert facts_by(stack, "echo-memory import --from mcp-memory") == []

@@ -33,6 +33,9 @@ Send = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 IN_FLIGHT = 4
 RETRIES = 4  # a retryable error (conflict, unavailable, bus_timeout) is tried again this often
+# Errors about the whole import, not one record (the scope, the caller, the schema): they end the run.
+RUN_ERRORS = frozenset({"scope_denied", "not_found", "unauthenticated", "schema_too_old", "schema_too_new",
+                        "not_built"})
 
 
 def _key(name: str) -> str:
@@ -201,6 +204,8 @@ class Importer:
                         for r in ended.results]
             result = await self._call(batch.agent, "write_episode", {**batch.args(self.scope), "idempotency_key": key})
         except EchoError as exc:
+            if exc.retryable or exc.code in RUN_ERRORS:
+                raise  # the system or the scope, not a record: the run stops, acknowledged records stay
             if len(batch.records) == 1:
                 return [("refused", f"{exc.code}: {exc.message}", {})]
             # One record of the batch is refused (a secret, a clash once names resolve): find which.
