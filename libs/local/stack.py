@@ -20,6 +20,7 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings
 
 from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
 from echo_memory.libs.core.contracts.errors import TOOL_ERROR_META_KEY
 from echo_memory.libs.core.contracts.verbs import verb as verb_spec
@@ -62,6 +63,7 @@ class EchoStack:
         embedder: MiniLM,
         services: tuple[str, ...] | None = None,
         retrieval: RetrievalSettings | None = None,
+        consolidation: ConsolidationSettings | None = None,
         edge: BaseSettings | None = None,
         bus_credentials: dict[str, Path] | None = None,
     ) -> None:
@@ -83,6 +85,8 @@ class EchoStack:
             nats_url=nats_url,
             edge_port=free_port(),
             retrieval=retrieval or RetrievalSettings(),
+            # Runs only when asked for: a test's store must not change under it between two calls.
+            consolidation=consolidation or ConsolidationSettings(auto=False),
         )
         self.running: dict[str, RunningService] = {}
         self.edge: Any = None

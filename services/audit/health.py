@@ -170,7 +170,7 @@ def _freshness(f: HealthFigures) -> HealthCheck:
     hours = f.hours_since_real_write
     if hours is None:
         return _check("write_freshness", 20, 0, "no agent has written a fact yet (only bulk imports, if any)",
-                      "wire an agent (`echo-memory install <client>`) and let it write as it works")
+                      "wire an agent (`echo-memory install --for <client>`) and let it write as it works")
     share = 1.0 if hours <= FRESH_HOURS else 0.5 if hours <= STALE_HOURS else 0.0
     return _check("write_freshness", 20, share, f"the last agent write was {hours:.1f} hours ago",
                   "agents have stopped writing: check they are still connected (`echo-memory status`)")
@@ -189,13 +189,13 @@ def _bulk(f: HealthFigures) -> HealthCheck:
 def _agents(f: HealthFigures) -> HealthCheck:
     if not f.agents_wired:
         return _check("agents_writing", 15, 0, "no agent holds a token that may write here",
-                      "wire an agent: `echo-memory install <client>` or `echo-memory token create`")
+                      "wire an agent: `echo-memory install --for <client>` or `echo-memory token create --agent <agent>`")
     writing = len(f.agents_wired) - len(f.agents_never_writing)
     detail = f"{writing} of {len(f.agents_wired)} wired agents have written"
     if f.agents_never_writing:
         detail += f"; never: {', '.join(f.agents_never_writing)}"
     return _check("agents_writing", 15, writing / len(f.agents_wired), detail,
-                  "check those clients load the Echo Memory instructions (`echo-memory install <client>`), "
+                  "check those clients load the Echo Memory instructions (`echo-memory install --for <client>`), "
                   "or revoke tokens nobody uses")
 
 

@@ -139,14 +139,14 @@ async def _plan(conn: psycopg.AsyncConnection, parsed: ParsedExport, rename: str
         holds = await (await conn.execute(xq.SCOPE_HOLDS_MEMORY, {"scope_id": row[0]})).fetchone()
         if holds and holds[0]:
             raise InvalidArgument(f"refused, nothing was written: scope '{target}' already holds memory; "
-                                  "import restores only into an empty scope or org")
+                                  "`echo-memory restore` writes only into an empty scope or org")
         plan.ids[record.id] = str(row[0])
         plan.existing_scopes.add(record.id)
     if parsed.counts["document"]:
         holds = await (await conn.execute(xq.ORG_HOLDS_DOCUMENTS)).fetchone()
         if holds and holds[0]:
             raise InvalidArgument("refused, nothing was written: this org already has documents or org-level "
-                                  "audit rows; import whole-org files only into an empty org")
+                                  "audit rows; restore a whole-org export only into an empty org")
     own_ids = [str(r.id) for r in parsed.records
                if r.type in ("entity", "episode", "fact", "read", "recall_save", "document")]
     new_scope_ids = [s.id for s in scopes if s.id not in plan.existing_scopes]

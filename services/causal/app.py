@@ -1,4 +1,8 @@
-"""The causal service's route: trace_cause, one read transaction per request."""
+"""The causal service's route: trace_cause, in the one transaction the runtime opens per request.
+
+trace_cause only reads; the transaction is an ordinary one, so nothing but the code keeps it from
+writing.
+"""
 
 from __future__ import annotations
 

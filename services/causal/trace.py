@@ -7,8 +7,9 @@ one read transaction.
 Steps are merged by (cause, effect, polarity), so "A led_to B" and "B caused_by A" — whoever wrote
 them — are one step whose evidence lists both facts. A chain is the longest simple path through a
 topic entity: an upstream part (causes) and a downstream part (effects), each at most `max_depth`
-steps. A step that would revisit an entity already on the path closes a loop: it is not followed,
-and the loop is reported in `cycles`.
+steps; `direction` keeps only the upstream part (`causes`) or only the downstream part (`effects`).
+A step that would revisit an entity already on the path closes a loop: it is not followed, and the
+loop is reported in `cycles`.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ async def trace_cause(
     at = parse_span(args.as_of, "as_of").last if args.as_of is not None else datetime.now(tz=UTC)
     base: dict[str, Any] = {"scope_ids": scope_ids, "at": at}
     out = TraceCauseResult(
-        topic=args.topic, resolution="none", message="", scopes=[s.name for s in scopes], as_of=args.as_of
+        topic=args.topic, resolution="none", message="", scopes=[s.name for s in scopes], as_of=args.as_of,
+        direction=args.direction,
     )
     async with conn.cursor(row_factory=dict_row) as cur:
         out.matched, out.resolution = await _resolve_topic(cur, caller, base, args.topic, embedder)
@@ -109,7 +111,7 @@ async def trace_cause(
         topic_ids = list(dict.fromkeys(m.entity_id for m in out.matched))
         steps, contradicts, capped = await _load_subgraph(cur, caller, base, topic_ids, args.max_depth)
         walk = _Walk(steps, args.max_depth)
-        found = walk.chains(topic_ids)
+        found = walk.chains(topic_ids, upstream=args.direction != "effects", downstream=args.direction != "causes")
         if not found:
             await cur.execute(q.COUNT_STEP_HINTED, base)
             row = await cur.fetchone()
@@ -227,12 +229,16 @@ class _Walk:
         self.capped = False
         self.depth_limited = False
 
-    def chains(self, topic_ids: list[str]) -> list[list[_Step]]:
-        """Every maximal chain through any topic entity: deduplicated, sub-chains dropped, longest first."""
+    def chains(self, topic_ids: list[str], *, upstream: bool = True, downstream: bool = True) -> list[list[_Step]]:
+        """Every maximal chain through any topic entity: deduplicated, sub-chains dropped, longest first.
+
+        Without `upstream` no step before the topic is walked (chains start at it); without
+        `downstream` none after it (chains end at it).
+        """
         found: dict[tuple[StepKey, ...], list[_Step]] = {}
         for topic in topic_ids:
-            ups = self._paths(topic, forward=False) or [[]]
-            downs = self._paths(topic, forward=True) or [[]]
+            ups = (self._paths(topic, forward=False) if upstream else []) or [[]]
+            downs = (self._paths(topic, forward=True) if downstream else []) or [[]]
             for up in ups:
                 causes = up[::-1]
                 for down in downs:
@@ -335,7 +341,9 @@ def _empty(
     else:
         message = (
             f"The topic matched {names} {how}; {hinted} fact(s) in {where} carry causal hints, "
-            "but no chain of them connects to these entities."
+            "but no chain of them connects to these entities"
+            + ("." if args.direction == "both" else
+               f" in direction '{args.direction}' (direction 'both' follows causes and effects).")
         )
         if out.contradictions:
             message += f" {len(out.contradictions)} contradicting fact(s) touch them and are listed."
@@ -347,7 +355,8 @@ def _empty(
 def _found_message(out: TraceCauseResult, depth_limited: bool) -> str:
     names = ", ".join(f"'{m.name}'" for m in out.matched)
     how = "by exact name" if out.resolution == "exact" else "through the nearest facts (no exact name matched)"
-    parts = [f"{out.chains_found} chain(s) through {names} (matched {how}); the longest has {out.chains[0].length} step(s)."]
+    through = {"both": "through", "causes": "leading to", "effects": "leading from"}[out.direction]
+    parts = [f"{out.chains_found} chain(s) {through} {names} (matched {how}); the longest has {out.chains[0].length} step(s)."]
     if out.truncated:
         parts.append(f"Only {len(out.chains)} are returned; more exist (raise max_chains or narrow the topic).")
     if depth_limited:

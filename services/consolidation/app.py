@@ -1,18 +1,94 @@
-"""Consolidation is not built yet: the service runs and answers with a typed `not_built` error."""
+"""Consolidation: tiers, entity digests and the session brief; demotes, never deletes, needs no model.
+
+Verbs (admin identity, except `brief`, which any reader may ask for the scopes it may read):
+`consolidate` (one scope or all, or a dry run), `consolidate_log`, `consolidate_undo`, `brief`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import BaseModel
 
-from echo_memory.libs.core.contracts.errors import NotBuilt
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.consolidation import (
+    BriefInput,
+    BriefResult,
+    ConsolidateInput,
+    ConsolidateLogInput,
+    ConsolidateLogResult,
+    ConsolidateResult,
+    ConsolidateUndoInput,
+    ConsolidateUndoResult,
+)
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.identity import require_admin
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.routes import Route
+from echo_memory.services.consolidation import brief, runs
+from echo_memory.services.consolidation.scheduler import Scheduler
+
+ACTION = "run, list or undo consolidation"
+REFUSALS = ("invalid_argument", "not_found", "scope_denied", "unauthenticated")
+OUTCOMES = ("placed", "promoted", "demoted", "unchanged", "digests_built", "digests_ended", "digests_unchanged",
+            "failed", "skipped")
 
 
 def routes(ctx: ServiceContext) -> list[Route]:
-    return [Route("consolidate", handle_consolidate)]
+    if ctx.settings.consolidation.auto:
+        scheduler = Scheduler(ctx)
+        ctx.on_start = scheduler.run
+        ctx.extra["scheduler"] = scheduler
+    for outcome in OUTCOMES:  # present from the start: a dashboard reads 0 rather than nothing
+        ctx.metrics.consolidation.labels(outcome)
+    return [
+        Route("consolidate", handle_consolidate, observe=_count_run(ctx)),
+        Route("consolidate_log", handle_log),
+        Route("consolidate_undo", handle_undo),
+        Route("brief", handle_brief),
+    ]
 
 
-async def handle_consolidate(rc: RequestContext, args: BaseModel) -> BaseModel:
-    """Always raises `not_built`: tiers, temperature and summaries are not implemented."""
-    raise NotBuilt("consolidate is not built yet; the consolidation service has no implementation")
+async def handle_consolidate(rc: RequestContext, args: ConsolidateInput) -> ConsolidateResult:
+    """Place every fact of the scope (or of every scope) in its tier and rebuild entity digests.
+
+    A dry run computes the same counts and writes nothing. NotFound for an unknown scope;
+    ScopeDenied unless the caller is the admin identity.
+    """
+    require_admin(rc.caller, ACTION)
+    policy = rc.settings.consolidation
+    scopes = await runs.scopes_to_run(rc.conn, args.scope)
+    return ConsolidateResult(dry_run=args.dry_run,
+                             runs=[await runs.run_scope(rc.conn, rc.caller, s, policy, args.dry_run) for s in scopes])
+
+
+async def handle_log(rc: RequestContext, args: ConsolidateLogInput) -> ConsolidateLogResult:
+    """The newest runs, newest first (empty when none ran); NotFound for an unknown scope."""
+    require_admin(rc.caller, ACTION)
+    scope = (await runs.scopes_to_run(rc.conn, args.scope))[0] if args.scope else None
+    return ConsolidateLogResult(runs=await runs.run_log(rc.conn, scope, args.limit))
+
+
+async def handle_undo(rc: RequestContext, args: ConsolidateUndoInput) -> ConsolidateUndoResult:
+    require_admin(rc.caller, ACTION)
+    return await runs.undo_run(rc.conn, rc.caller, args.run_id)
+
+
+async def handle_brief(rc: RequestContext, args: BriefInput) -> BriefResult:
+    return await brief.brief(rc.conn, rc.caller, args)
+
+
+def _count_run(ctx: ServiceContext) -> Callable[[Caller, BaseModel | None, EchoError | None], None]:
+    """Counts every run's outcomes; a run that failed whole (not one refused for its arguments or
+    its caller) counts once as `failed`, so a broken run never looks like a quiet one."""
+
+    def observe(caller: Caller, result: BaseModel | None, error: EchoError | None) -> None:
+        if isinstance(result, ConsolidateResult):
+            if not result.dry_run:
+                for run in result.runs:
+                    for outcome in OUTCOMES:
+                        ctx.metrics.consolidation.labels(outcome).inc(getattr(run.counts, outcome))
+        elif error is not None and error.code not in REFUSALS:
+            ctx.metrics.consolidation.labels("failed").inc()
+
+    return observe

@@ -323,7 +323,12 @@ async def _close_bus(broker: NatsBroker) -> None:
     try:
         await broker.stop()
     except (nats.errors.ConnectionReconnectingError, nats.errors.ConnectionClosedError):
-        await broker.connection.close()
+        try:
+            await broker.connection.close()
+        except (RuntimeError, OSError):
+            # nats-py flushes requests made while the bus was down into a socket that is already
+            # gone; the connection ends closed either way, and a client leaving must exit quietly.
+            pass
 
 
 def run_edge(settings: Settings) -> int:

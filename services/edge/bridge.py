@@ -33,7 +33,7 @@ def _forward(spec: ToolSpec, remote: Client):  # type: ignore[no-untyped-def]
 
 
 def build_bridge(remote: Client) -> MCPServer:
-    """The stdio server whose nine tools call `remote` (an initialized MCP client session)."""
+    """The stdio server whose ten tools call `remote` (an initialized MCP client session)."""
     server = MCPServer(SERVER_NAME, instructions=remote.instructions or SERVER_INSTRUCTIONS, log_level="WARNING")
     for spec in TOOLS:
         add_contract_tool(server, spec, _forward(spec, remote))

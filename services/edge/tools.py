@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from echo_memory.libs.core.config import Timeouts
 from echo_memory.libs.core.config.edge import EdgeSettings
 from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.consolidation import BriefResult
 from echo_memory.libs.core.contracts.errors import TOOL_ERROR_META_KEY, EchoError, ErrorInfo
 from echo_memory.libs.core.contracts.framing import render_framed, render_recall, strip_delimiters
 from echo_memory.libs.core.contracts.parsing import parse_args
@@ -88,6 +89,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(verb("writes", "mark_distilled"), instructions.MARK_DISTILLED, read_only=False),
     ToolSpec(verb("causal", "trace_cause"), instructions.TRACE_CAUSE, read_only=True),
     ToolSpec(verb("audit", "get_audit_log"), instructions.GET_AUDIT_LOG, read_only=True),
+    ToolSpec(verb("consolidation", "brief"), instructions.BRIEF, read_only=True),
 )
 
 
@@ -186,6 +188,8 @@ FRAMED_TOOLS = frozenset({"trace_cause", "pending_documents", "pending_episodes"
 def _success(spec: ToolSpec, result: dict[str, Any]) -> mcp_types.CallToolResult:
     if spec.name == "query_memory":
         text = render_recall(result)
+    elif spec.name == "brief":
+        text = BriefResult.model_validate(result).text  # framed by the consolidation service
     elif spec.name in FRAMED_TOOLS:
         text = render_framed(spec.output_model.model_validate(result).model_dump(mode="json"))
     else:
@@ -206,7 +210,7 @@ def register_tools(
     caller_of: CallerSource,
     guards: EdgeGuards | None = None,
 ) -> None:
-    """Add all nine tools to `server`, with the contract models' schemas."""
+    """Add all ten tools to `server`, with the contract models' schemas."""
     guards = guards or EdgeGuards()
     for spec in TOOLS:
         add_contract_tool(server, spec, _make_tool(spec, bus, timeouts, caller_of, guards))

@@ -87,6 +87,26 @@ def corpus_sizes(rows: list[tuple[Any, ...]]) -> dict[str, Corpus]:
     return {r[0]: Corpus(int(r[1]), r[2], int(r[3]), bool(r[4])) for r in rows}
 
 
+# A consolidated search expands this many digests, and of each at most this many member facts.
+DIGESTS_EXPANDED = 5
+MEMBERS_PER_DIGEST = 20
+
+
+def tiered(sql: str, params: dict[str, Any]) -> str:
+    """`sql`, a facts channel statement, limited to hot facts when the search asks for the hot tier."""
+    return q.HOT_ONLY[sql] if params.get("tier") == "hot" else sql
+
+
+async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
+    """The member facts of the digests nearest the query, each with its cosine (channel `via_digest`):
+    how a hot-tier search reaches consolidated and archived facts."""
+    bounds = {"digests": DIGESTS_EXPANDED, "members": MEMBERS_PER_DIGEST}
+    with db_span("via_digests", org=org):
+        rows = await (await conn.execute(q.DIGEST_MEMBERS, {**params, **bounds}, prepare=False)).fetchall()
+    for row in rows:
+        _add(pool, row, "fact", "via_digest")
+
+
 async def dense(
     conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], kind: str, *, use_hnsw: bool, org: str
 ) -> None:
@@ -97,7 +117,7 @@ async def dense(
     query_memory sets them while the query is still being embedded, off the critical path.
     """
     if kind == "fact":
-        sql = q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT
+        sql = tiered(q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT, params)
     else:
         sql = q.DENSE_EPISODES_HNSW if use_hnsw else q.DENSE_EPISODES_EXACT
     with db_span(f"dense_{kind}s_{'hnsw' if use_hnsw else 'exact'}", org=org):
@@ -145,7 +165,7 @@ async def lexical(
     large = docs > q.LEXICAL_CANDIDATES
     if kind == "fact":
         bm25 = q.LEXICAL_FACTS_BM25_PAIRS if large else q.LEXICAL_FACTS_BM25
-        sql = bm25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK
+        sql = tiered(bm25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK, params)
     else:
         bm25 = q.LEXICAL_EPISODES_BM25_PAIRS if large else q.LEXICAL_EPISODES_BM25
         sql = bm25 if mode.mode == "bm25" else q.LEXICAL_EPISODES_TS_RANK
@@ -219,7 +239,7 @@ async def graph_neighbourhood(
         return []
     with db_span("graph_neighbourhood", org=org):
         rows = await (
-            await conn.execute(q.GRAPH_NEIGHBOURHOOD, {**params, "seeds": named, "edge_cap": edge_cap})
+            await conn.execute(tiered(q.GRAPH_NEIGHBOURHOOD, params), {**params, "seeds": named, "edge_cap": edge_cap})
         ).fetchall()
     return [(r[0], r[1], r[2]) for r in rows]
 

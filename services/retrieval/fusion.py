@@ -126,4 +126,4 @@ def channels_of(cand: Candidate, on: Iterable[str]) -> list[str]:
     found = set(cand.channels)
     if not found and cand.neighbours and "neighbour" in set(on):
         found.add("neighbour")
-    return [name for name in ("dense", "lexical", "graph", "neighbour") if name in found]
+    return [name for name in ("dense", "lexical", "graph", "neighbour", "via_digest") if name in found]

@@ -35,7 +35,7 @@ LEXICAL_CANDIDATES = 300
 # wording differed from the query's. At 100k synthetic facts the rarest term alone was on ~1,500
 # rows and the pair on ~30: the statement went from ~10 to ~4 ms. Own-question MRR (synthetic
 # store) +0.0065 at 10k facts, +0.0017 at 1k, unchanged at 100k; agent-facts and LoCoMo unchanged
-# (lab/NOTES.md, fifth round). A corpus of at most LEXICAL_CANDIDATES rows cannot need it
+# (lab/NOTES.md, "where the CPU of a query goes"). A corpus of at most LEXICAL_CANDIDATES rows cannot need it
 # and runs the plain statement (planning the pair branch costs ~0.5 ms).
 
 _FACT_COLUMNS = """
@@ -304,6 +304,36 @@ FACT_COSINES = f"""
 SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
 WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 """
+# A consolidated store's default-sized search (query_memory `tier: "hot"`): the facts channels
+# read hot facts only, and the facts of consolidated tiers are reached through the digests nearest
+# the query (DIGEST_MEMBERS). Derived from the statements above so the two can never drift apart.
+_VISIBLE_HOT = _VISIBLE + "AND f.tier = 'hot'\n"
+HOT_ONLY: dict[str, str] = {
+    sql: sql.replace(_VISIBLE, _VISIBLE_HOT)
+    for sql in (DENSE_FACTS_EXACT, DENSE_FACTS_HNSW, LEXICAL_FACTS_BM25, LEXICAL_FACTS_BM25_PAIRS,
+                LEXICAL_FACTS_TS_RANK, GRAPH_NEIGHBOURHOOD)
+}
+assert all(hot != sql for sql, hot in HOT_ONLY.items())
+
+# The digests nearest the query (versions valid at `at`), and of each the member facts visible at
+# `at` nearest the query: the rows a consolidated search adds are bounded by digests × members.
+DIGEST_MEMBERS = f"""
+WITH nearest AS (
+    SELECT d.member_ids FROM digests d
+    WHERE d.scope_id = ANY(%(scope_ids)s) AND d.valid_from <= %(at)s AND (d.valid_to IS NULL OR d.valid_to > %(at)s)
+    ORDER BY d.embedding <=> %(embedding)s, d.id
+    LIMIT %(digests)s
+)
+SELECT DISTINCT ON (m.id) m.id, m.cos FROM nearest
+CROSS JOIN LATERAL (
+    SELECT f.id::text AS id, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
+    WHERE {_VISIBLE} AND f.id = ANY(nearest.member_ids)
+    ORDER BY f.embedding <=> %(embedding)s, f.id
+    LIMIT %(members)s
+) AS m
+ORDER BY m.id
+"""
+
 # A turn asks a question when its text ends with "?" (trailing spaces aside; a POSIX regular
 # expression for Postgres). Nothing about any one chat format: a note appended after the "?" makes
 # the turn a statement.

@@ -32,6 +32,9 @@ from echo_memory.services.retrieval import queries as q
 from echo_memory.services.retrieval.fusion import channels_of, fuse
 from echo_memory.services.retrieval.gates import GateOutcome, Ranked, apply_gates
 
+# An `about` or `digest` answer without a query has nothing to compare its facts with.
+UNSCORED_NOTE = "not scored ({how}): score is null and results are newest first"
+
 # Opens a second, read-only connection to the same org database (see `_candidates`).
 SideConnection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection]]
 
@@ -72,7 +75,9 @@ async def query_memory(
             scopes = await resolve_read_scopes(conn, caller, args.scope)
         scope_ids = [s.id for s in scopes if s.id is not None]
         at = as_of if as_of is not None else datetime.now(tz=UTC)
-        params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query}
+        # A look into the past sees every tier, as `about`, `why` and export do.
+        tier = args.tier if as_of is None else "all"
+        params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query, "tier": tier}
         note: str | None = None
         gate_note: str | None = None
         lexical_note: str | None = None
@@ -109,6 +114,9 @@ async def query_memory(
         note = _empty_note(scopes, args)
     if cut:
         note = f"stopped at {total} tokens (max_tokens={args.max_tokens}); {cut} more results were left out"
+    if items and all(i.score is None for i in items):
+        unscored = UNSCORED_NOTE.format(how="about without a query" if about else "digest")
+        note = f"{note}; {unscored}" if note else unscored
     for extra in (gate_note, lexical_note, model_note):
         if extra:
             note = f"{note}; {extra}" if note else extra
@@ -248,6 +256,9 @@ async def _candidates(
             if isinstance(outcome, BaseException):
                 raise outcome
     channel_params = await with_vector()
+    if params.get("tier") == "hot" and docs("facts") > 0:
+        with steps.step("channel_via_digest"):
+            await ch.via_digests(conn, pool, channel_params, org=caller.org)
     # A no-op unless some candidate still has no cosine; fusion must never rank a NaN.
     with steps.step("fill_cosines"):
         await ch.fill_cosines(conn, pool, channel_params, org=caller.org)
@@ -336,7 +347,7 @@ def _take(
                 kind=kind,  # type: ignore[arg-type]
                 id=str(row["id"]),
                 text=row["text"],
-                score=round(float(score), 6) if score is not None and not np.isnan(score) else 0.0,
+                score=round(float(score), 6) if score is not None and not np.isnan(score) else None,
                 rank=len(items) + 1,
                 matched=matched,
                 tokens=tokens,
@@ -378,7 +389,8 @@ async def _log_read(
                  "query": redact_secrets(args.query) if args.query else args.query,
                  "scopes": [s.stored_name for s in scopes], "as_of": as_of, "tokens": total,
                  "item_ids": [i.id for i in items], "kinds": [i.kind for i in items],
-                 "ranks": [i.rank for i in items], "scores": [i.score for i in items]},
+                 # read_results.score is NOT NULL: an unscored item (about/digest without a query) is logged as 0.
+                 "ranks": [i.rank for i in items], "scores": [0.0 if i.score is None else i.score for i in items]},
             )
         ).fetchone()
     return str(row[0])  # type: ignore[index]

@@ -1,7 +1,8 @@
 """write_episode: resolve entities, supersede or restate edges, audit and emit events — atomically.
 
-The caller (app.py) owns the one transaction. Any `EchoError` raised here rolls everything back
-and becomes a `refused` result. The order of work is chosen so that an outcome which stores
+The service runtime owns the one transaction (libs/server/service/routes.py): an `EchoError`
+raised here rolls everything back and reaches the caller as that typed error, which the edge
+renders as a refusal in the tool's result shape. The order of work is chosen so that an outcome which stores
 nothing (deferred, unchanged, no_facts) inserts no memory row at all (a deferral is noted in the
 bookkeeping table deferred_mentions, for `health`):
 

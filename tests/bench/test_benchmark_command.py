@@ -2,7 +2,7 @@
 
 Behaviour, not speed: a tiny run (20 and 40 facts, a few requests) must print a complete report
 with a positive, finite figure in every cell, and a bad --sizes must be refused before anything
-starts. The latency bars are measured by the full run (docs/BENCHMARKS.md), never asserted here.
+starts. The report holds figures only; docs/BENCHMARKS.md compares them with the project's targets.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ def test_tiny_benchmark_reports_every_figure_for_both_paths() -> None:
     noise = report["noise_floor"]
     assert noise["size"] == 20 and set(noise["spread_p50_pct"]) == {"edge", "bus"}
     assert set(report["channel_costs"]) == {"dense", "dense+lexical", "dense+graph"}
-    assert "write p50 via edge ≤ 30 ms (worst size)" in report["bars"]
     table = render(report)
+    # Figures only: the project's own latency targets are no verdict on a user's machine.
+    assert "bars" not in report and not any(word in table for word in ("≤", "MISSED", " met", "bar "))
     assert "query edge p50/p95" in table and "noise floor (20 facts" in table
     assert "ratio 40/20 facts" in table
     assert report["warm_queries"] == 3 and "3 uncounted warm-up queries" in table

@@ -151,7 +151,7 @@ async def test_connect_points_clients_at_a_remote_edge_and_back(
         tools = {t.name for t in (await client.list_tools()).tools}
         result = await client.call_tool("query_memory", {"query": "anything at all"})
         refused = await client.call_tool("query_memory", {"query": "x", "top_k": 0})
-    assert len(tools) == 9
+    assert len(tools) == 10
     assert not result.is_error and result.content[0].text.startswith("<echo-memory-recall>")
     assert refused.is_error and tool_error(refused)["code"] == "invalid_argument"
 

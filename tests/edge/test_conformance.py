@@ -65,7 +65,7 @@ async def test_tool_schemas_are_valid_json_schema_2020_12_and_keep_their_keyword
     """The json-schema-2020-12 scenario needs a test-only tool; this is its applicable part for our tools."""
     async with stack.client(stack.issue_token("schema-check")) as client:
         tools = (await client.list_tools()).tools
-    assert len(tools) == 9
+    assert len(tools) == 10
     for tool in tools:
         Draft202012Validator.check_schema(tool.input_schema)
         assert tool.input_schema["type"] == "object"

@@ -81,7 +81,7 @@ def test_a_self_referencing_model_keeps_its_references() -> None:
 
 
 def test_results_carrying_stored_text_publish_the_memory_notice_as_a_constant() -> None:
-    carrying = {"query_memory", "trace_cause", "pending_documents", "pending_episodes", "get_audit_log"}
+    carrying = {"query_memory", "trace_cause", "pending_documents", "pending_episodes", "get_audit_log", "brief"}
     for spec in TOOLS:
         notice = client_output_schema(spec.output_model)["properties"].get("memory_notice")
         if spec.name not in carrying:

@@ -44,11 +44,12 @@ ACCEPTED_ERRORS: dict[str, set[str]] = {
     "mark_distilled": {"not_found"},
     "trace_cause": {"not_built"},
     "get_audit_log": {"not_built"},
+    "brief": set(),
 }
 
 
 async def _exercise_every_tool(client: Client, agent: str) -> dict[str, str]:
-    """Call all nine tools; returns tool -> 'ok' or the error code, after checking each answer's shape."""
+    """Call all ten tools; returns tool -> 'ok' or the error code, after checking each answer's shape."""
     outcomes: dict[str, str] = {}
     listed = {t.name for t in (await client.list_tools()).tools}
     assert listed == {spec.name for spec in TOOLS}
@@ -74,6 +75,7 @@ async def _exercise_every_tool(client: Client, agent: str) -> dict[str, str]:
         "mark_distilled": {"episode_ids": ["00000000-0000-0000-0000-000000000000"]},
         "trace_cause": {"topic": "Ledger service"},
         "get_audit_log": {},
+        "brief": {"project": "billing"},
     }
     models = {spec.name: spec.output_model for spec in TOOLS}
     for name, arguments in calls.items():

@@ -16,8 +16,9 @@ from pydantic import BaseModel, SecretStr
 
 from echo_memory.libs.core.config import Settings, Workers
 from echo_memory.libs.core.contracts.bus import Caller, Reply
+from echo_memory.libs.core.contracts.consolidation import ConsolidateLogResult
 from echo_memory.libs.core.contracts.errors import Conflict, EchoError, Internal, InvalidArgument, Unavailable
-from echo_memory.libs.core.contracts.verbs import NotBuiltResult
+from echo_memory.libs.core.contracts.verbs import verbs_of
 from echo_memory.libs.local.supervisor.ports import free_port
 from echo_memory.libs.server.bus.broker import make_broker
 from echo_memory.libs.server.bus.client import BusClient
@@ -28,8 +29,8 @@ from echo_memory.libs.testing import EchoStack, tool_error
 
 REPO = Path(__file__).resolve().parents[2]
 
-# A test service borrows the consolidation verb: any handler can sit behind a real subscriber.
-SERVICE, VERB = "consolidation", "consolidate"
+# A test service borrows the consolidation service's verbs: any handler can sit behind a real subscriber.
+SERVICE, VERB = "consolidation", "consolidate_log"
 
 
 def _caller(org: str) -> Caller:
@@ -41,7 +42,12 @@ async def _serve(database_url: str, nats_url: str, org: str, handler: Any, worke
         org=org, database_url=SecretStr(database_url), nats_url=nats_url,
         workers=Workers(consolidation=workers),
     )
-    return await start_service(SERVICE, lambda ctx: [Route(VERB, handler)], settings)
+    return await start_service(SERVICE, lambda ctx: _every_verb(handler), settings)
+
+
+def _every_verb(handler: Any) -> list[Route]:
+    """`handler` behind every verb of the borrowed service, as check_routes requires."""
+    return [Route(v.name, handler) for v in verbs_of(SERVICE)]
 
 
 async def _call(nats_url: str, org: str, timeout: float = 10) -> dict[str, Any]:
@@ -54,9 +60,9 @@ async def _call(nats_url: str, org: str, timeout: float = 10) -> dict[str, Any]:
 
 
 def _raising_sql(sqlstate: str) -> Any:
-    async def handler(rc: RequestContext, args: BaseModel) -> NotBuiltResult:
+    async def handler(rc: RequestContext, args: BaseModel) -> ConsolidateLogResult:
         await rc.conn.execute(f"DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '{sqlstate}'; END $$")
-        return NotBuiltResult()
+        return ConsolidateLogResult(runs=[])
 
     return handler
 
@@ -84,9 +90,9 @@ async def test_database_errors_reach_the_caller_most_specific_first(
 async def test_text_with_a_nul_character_is_the_callers_invalid_argument(
     database_url: str, nats_url: str, org: str
 ) -> None:
-    async def handler(rc: RequestContext, args: BaseModel) -> NotBuiltResult:
+    async def handler(rc: RequestContext, args: BaseModel) -> ConsolidateLogResult:
         await rc.conn.execute("SELECT %s::text", ("before\x00after",))
-        return NotBuiltResult()
+        return ConsolidateLogResult(runs=[])
 
     running = await _serve(database_url, nats_url, org, handler)
     try:
@@ -99,11 +105,11 @@ async def test_text_with_a_nul_character_is_the_callers_invalid_argument(
 async def test_one_process_answers_requests_side_by_side(database_url: str, nats_url: str, org: str) -> None:
     spans: list[tuple[float, float]] = []
 
-    async def handler(rc: RequestContext, args: BaseModel) -> NotBuiltResult:
+    async def handler(rc: RequestContext, args: BaseModel) -> ConsolidateLogResult:
         started = time.monotonic()
         await rc.conn.execute("SELECT pg_sleep(1.0)")
         spans.append((started, time.monotonic()))
-        return NotBuiltResult()
+        return ConsolidateLogResult(runs=[])
 
     running = await _serve(database_url, nats_url, org, handler, workers=4)
     try:
@@ -141,11 +147,12 @@ async def test_an_injected_deadlock_in_write_episode_is_a_retryable_conflict_and
 
 
 def test_routes_that_disagree_with_the_verb_table_are_refused_at_start() -> None:
-    async def handler(rc: RequestContext, args: BaseModel) -> NotBuiltResult:
-        return NotBuiltResult()
+    async def handler(rc: RequestContext, args: BaseModel) -> ConsolidateLogResult:
+        return ConsolidateLogResult(runs=[])
 
-    check_routes(SERVICE, [Route(VERB, handler)])
-    for routes in ([], [Route(VERB, handler), Route(VERB, handler)], [Route(VERB, handler), Route("why", handler)]):
+    check_routes(SERVICE, _every_verb(handler))
+    for routes in ([], _every_verb(handler)[1:], [*_every_verb(handler), Route(VERB, handler)],
+                   [*_every_verb(handler), Route("why", handler)]):
         with pytest.raises(ValueError, match="verbs.py"):
             check_routes(SERVICE, routes)
 

@@ -86,14 +86,16 @@ async def test_a_stopped_service_gives_a_retryable_error_within_the_timeout(stac
     assert elapsed < stack.settings.timeouts.read + 1
 
 
-async def test_an_unbuilt_verb_answers_with_a_typed_error_not_an_empty_success(stack: EchoStack) -> None:
-    # Consolidation has no issue yet: its service runs and must say so instead of succeeding.
-    from echo_memory.libs.core.contracts.errors import NotBuilt
+async def test_consolidation_answers_over_the_bus_and_a_dry_run_changes_nothing(stack: EchoStack) -> None:
+    # The full-stack check of the consolidation service: its process, subscriber and reply over NATS.
+    result = await stack.admin_call("consolidation", "consolidate", {"dry_run": True})
+    assert result["dry_run"] is True and result["runs"], result
+    assert all(run["run_id"] is None for run in result["runs"])
+    assert (await stack.admin_call("consolidation", "consolidate_log", {}))["runs"] == []
+    from echo_memory.libs.core.contracts.errors import NotFound
 
-    with pytest.raises(NotBuilt) as raised:
-        await stack.admin_call("consolidation", "consolidate", {})
-    assert raised.value.retryable is False
-    assert "not built" in raised.value.message
+    with pytest.raises(NotFound):
+        await stack.admin_call("consolidation", "consolidate", {"scope": "no-such-scope"})
 
 
 @pytest.mark.parametrize(

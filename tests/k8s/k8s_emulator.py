@@ -1,6 +1,6 @@
 """A kmock ``KubernetesEmulator`` made faithful enough for kopf (kmock is pinned at 0.8).
 
-Vanilla kmock 0.8 loses kopf in several ways (see ../shared/brief/notes/infra-k8s.md §1.2):
+Vanilla kmock 0.8 loses kopf in several ways:
 no uid/resourceVersion/generation, watches that replay everything instead of
 resuming, a window between a watch's snapshot and its subscription in which
 events are lost, no apiVersion/kind/namespace filled from the URL, no

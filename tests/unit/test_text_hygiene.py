@@ -42,6 +42,8 @@ VALID: dict[str, dict[str, Any]] = {
     "NoArgs": {},
     "TokenRevokeInput": {"token_id": "t-1", "agent_id": "agent-1"},
     "ScopeCreateInput": {"name": "ops", "description": "operations"},
+    "ScopeNameInput": {"name": "ops"},
+    "TokenGrantInput": {"token_id": "t-1", "read_scopes": ["ops"], "write_scopes": ["ops"]},
     "ImportEpisodesInput": {"scope": "shared", "episodes": [{"content": "Alice: hi"}]},
     "EpisodeIn": {"content": "Alice: hi", "speaker": "Alice", "session_id": "s-1", "project": "billing",
                   "metadata": {"source": "chat"}, "source": "chat", "external_id": "x-1"},

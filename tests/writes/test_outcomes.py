@@ -101,7 +101,7 @@ async def test_no_facts_stores_nothing_even_with_entities(stack: EchoStack) -> N
 REFUSALS = [
     ("bad argument", {**PAYMENTS, "colour": "blue"}, "invalid_argument", "colour"),
     ("secret", episode([("CI", "system"), ("AWS", "vendor")],
-                       [fact("CI", "AWS", "deploys with", "CI deploys with AKIA" + "IOSFODNN7EXAMPLE")]),
+                       [fact("CI", "AWS", "deploys with", "CI deploys with AKIA" + "Q3ZK7T2MWX4HB6PN")]),
      "invalid_argument", "an AWS access key"),
     ("source not among entities", episode([("A", "x")], [fact("A", "B", "knows", "A knows B.")]), "invalid_argument",
      "target 'B' is not among this call's entities"),

@@ -7,7 +7,7 @@ import pytest
 from echo_memory.libs.core.secrets import find_secret, redact_secrets
 
 # Built from parts so this file never holds a literal that a scanner would flag.
-AWS = "AKIA" + "IOSFODNN7" + "EXAMPLE"
+AWS = "AKIA" + "Q3ZK7T2M" + "WX4HB6PN"
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 SLACK = "xoxb-" + "123456789012-abcdefGHIJ"
 GOOGLE = "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
@@ -15,7 +15,7 @@ STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
 OPENAI = "sk-proj-" + "abcdefghijklmnopqrstuvwx12345"
 ECHO = "em_local_" + "Zx9" * 12
 JWT = "eyJhbGciOiJIUzI1NiJ9" + "." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" + "." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
-AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYq7ZkT3vBNw"
 NPM = "npm_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
 HF = "hf_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z"
 SENDGRID = "SG." + "aB3dE5fG7hJ9kL1mN3pQ5r" + "." + "sT7uV9wX1yZ3aB5cD7eF9gH1iJ3kL5mN7oP9qR1sT3u"

@@ -51,7 +51,7 @@ def _statements() -> list[tuple[str, str]]:
 def test_statements_on_scoped_tables_filter_by_scope() -> None:
     statements = _statements()
     assert len(statements) > 100  # the scan found the SQL of every service, so an empty pass means nothing
-    assert {where.split(".")[1] for where, _ in statements} >= {"writes", "retrieval", "causal", "audit", "reindex"}
+    assert {where.split(".")[2] for where, _ in statements} >= {"writes", "retrieval", "causal", "audit", "reindex"}
     offenders = []
     for where, sql in statements:
         touches = any(re.search(rf"\b{table}\b", sql) for table in SCOPED_TABLES)

@@ -8,6 +8,7 @@ import platformdirs
 from pydantic import BaseModel, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
 
 
@@ -78,6 +79,7 @@ class Settings(BaseSettings):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     workers: Workers = Field(default_factory=Workers)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     db_pool_size: int = Field(8, ge=1, description="Postgres connections per org in each service process")
     backup_page_bytes: int = Field(
         512 * 1024, ge=1024, le=960 * 1024,

@@ -29,10 +29,18 @@ AUDIT_KINDS = (
     # post_hoc = true; before: the version a post-hoc command wrote, now ended; after: the earlier
     # claim restored as a new version (or null), or the episodes whose distillation was released
     "post_hoc_cleared",
+    "consolidation_run",  # after: the run id, its policy version and counts (no fact text)
+    "consolidation_undone",  # after: the run id and what its undo reverted
     "fact_ended",  # before: the claim whose validity ended without a new version (import --from); reason: why
 )
 
 MAX_AUDIT_PAGE = 1000
+
+
+def _kind_enum(schema: dict[str, Any]) -> None:
+    # Published as an enum so a client can offer the kinds; any other is refused by the audit
+    # service with a message listing them, so AUDIT_KINDS stays the one list.
+    schema["anyOf"] = [{"type": "string", "enum": list(AUDIT_KINDS)}, {"type": "null"}]
 
 
 class GetAuditLogInput(StrictModel):
@@ -41,11 +49,11 @@ class GetAuditLogInput(StrictModel):
         None, description="ISO-8601 or Unix seconds, inclusive of the whole second, minute or day it names"
     )
     scope: str | None = Field(None, max_length=100, description="one readable scope; default every readable scope")
-    agent: str | None = Field(None, min_length=1, max_length=100)
-    kind: str | None = Field(None, description="one of AUDIT_KINDS")
+    agent: str | None = Field(None, min_length=1, max_length=100, description="only rows this agent caused")
+    kind: str | None = Field(None, description="only rows of this kind", json_schema_extra=_kind_enum)
     fact_id: str | None = Field(None, max_length=64, description="rows about this fact (created, superseded, saved)")
     cursor: str | None = Field(None, max_length=500, description="next_cursor of the previous page")
-    limit: int = Field(100, ge=1, le=MAX_AUDIT_PAGE)
+    limit: int = Field(100, ge=1, le=MAX_AUDIT_PAGE, description="most rows returned on this page")
 
 
 class AuditEntry(BaseModel):

@@ -25,6 +25,7 @@ StepHint = Literal["led_to", "caused_by", "enabled_by", "blocked_by"]
 Polarity = Literal["causing", "enabling", "blocking"]
 TopicResolution = Literal["exact", "dense", "none"]
 EmptyKind = Literal["no_entity_matched", "no_causes_recorded", "no_chain_connects"]
+Direction = Literal["causes", "effects", "both"]
 
 MAX_DEPTH = 10
 
@@ -39,6 +40,11 @@ class TraceCauseInput(StrictModel):
     )
     max_depth: int = Field(5, ge=1, le=MAX_DEPTH, description="steps walked on each side of the topic")
     max_chains: int = Field(10, ge=1, le=50, description="chains returned; `truncated` says when more exist")
+    direction: Direction = Field(
+        "both",
+        description="causes: only what led to the topic (chains end at it); effects: only what it led to "
+        "(chains start at it); both: chains running through it",
+    )
 
 
 class MatchedEntity(BaseModel):
@@ -119,3 +125,4 @@ class TraceCauseResult(BaseModel):
     message: str = Field(description="one sentence for a person: what was found, or which kind of empty")
     scopes: list[str] = Field(default_factory=list)
     as_of: Instant | None = Field(None, description="the as_of the caller passed, unchanged")
+    direction: Direction = Field("both", description="the direction walked, as the caller asked")

@@ -24,7 +24,7 @@ class PendingEpisodesInput(StrictModel):
     scope: str | None = Field(None, max_length=100, description="one scope to list; default every scope you may read")
     project: str | None = Field(None, min_length=1, max_length=200, description="only this project's turns")
     source: str | None = Field(None, min_length=1, max_length=64, description="only this client's turns, e.g. codex")
-    limit: int = Field(20, ge=1, le=MAX_PENDING_EPISODES)
+    limit: int = Field(20, ge=1, le=MAX_PENDING_EPISODES, description="most episodes returned")
     cursor: str | None = Field(None, max_length=200, description="next_cursor of the previous page")
 
 
@@ -49,7 +49,7 @@ class MarkDistilledInput(StrictModel):
     episode_ids: list[str] = Field(min_length=1, max_length=MAX_MARKED, description="ids pending_episodes returned")
     fact_ids: list[str] = Field(default_factory=list, max_length=200,
                                 description="the facts you wrote from them (may be empty: nothing worth keeping)")
-    note: str | None = Field(None, max_length=500)
+    note: str | None = Field(None, max_length=500, description="a word on what you kept or why nothing")
 
 
 class MarkDistilledResult(BaseModel):

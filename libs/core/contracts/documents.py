@@ -33,8 +33,8 @@ class RecordRecallSaveResult(BaseModel):
 
 
 class PendingDocumentsInput(StrictModel):
-    project: str = Field(min_length=1, max_length=200)
-    limit: int = Field(20, ge=1, le=200)
+    project: str = Field(min_length=1, max_length=200, description="the project whose documents to list")
+    limit: int = Field(20, ge=1, le=200, description="most documents returned")
 
 
 class PendingDocument(BaseModel):
@@ -55,7 +55,7 @@ class PendingDocumentsResult(BaseModel):
 
 
 class MarkIngestedInput(StrictModel):
-    document_id: str = Field(min_length=1, max_length=64)
+    document_id: str = Field(min_length=1, max_length=64, description="an id pending_documents returned")
     content_hash: str | None = Field(None, max_length=128, description="the hash you ingested, if known")
 
 

@@ -45,13 +45,15 @@ def render_recall(result: dict[str, Any]) -> str:
         lines.append(f"(no results) {result.get('note') or ''}".rstrip())
     for item in items:
         prov = item.get("provenance", {})
-        where = ", ".join(
-            str(part)
-            for part in (prov.get("agent_id"), prov.get("scope"), (prov.get("written_at") or "")[:19])
-            if part
-        )
+        written = str(prov.get("written_at") or "")[:19]
+        said = str(prov.get("valid_from") or "")[:19]
+        # An imported turn was said long before it was stored: its time is the one that matters.
+        when = f"said {said}, stored {written}" if item.get("kind") == "episode" and said and said != written else written
+        where = ", ".join(str(part) for part in (prov.get("agent_id"), prov.get("scope"), when) if part)
         text = strip_delimiters(item.get("text", ""))
-        lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} score={item.get('score'):.3f}] {text} ({where})")
+        score = item.get("score")
+        shown = "not scored" if score is None else f"score={score:.3f}"
+        lines.append(f"{item.get('rank')}. [{item.get('kind')} {item.get('id')} {shown}] {text} ({where})")
     if items and result.get("note"):
         lines.append(f"note: {result['note']}")
     lines.append(f"read_id: {result.get('read_id')}  tokens: {result.get('total_tokens')}")

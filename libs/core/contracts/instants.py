@@ -19,13 +19,16 @@ from echo_memory.libs.core.contracts.errors import InvalidArgument
 # Strict, so a JSON `true` is an error rather than the second 1.
 Instant = StrictInt | StrictFloat | StrictStr
 
-_NUMBER = re.compile(r"^\d{1,12}(\.\d+)?$")
+# Any signed decimal, so a number far outside the range is called out of range, not "not a number".
+_NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?([eE][+-]?\d+)?$")
 _ISO = re.compile(
     r"^\d{4}-\d{2}-\d{2}"
     r"(?:[T ](?P<hour>\d{2})(?::?(?P<minute>\d{2})(?::?(?P<second>\d{2})(?P<fraction>[.,]\d+)?)?)?"
     r"(?:Z|z|[+-]\d{2}(?::?\d{2})?)?)?$"
 )
 _MICROSECOND = timedelta(microseconds=1)
+_FIRST_YEAR, _END_YEAR = 1970, 9000
+_END_SECONDS = (datetime(_END_YEAR, 1, 1, tzinfo=UTC) - datetime(_FIRST_YEAR, 1, 1, tzinfo=UTC)).total_seconds()
 
 
 @dataclass(frozen=True)
@@ -49,9 +52,12 @@ def parse_span(value: int | float | str, name: str) -> Span:
     number, NaN or infinity, or an instant before 1970 or after the year 9000.
     """
     text = str(value).strip()
+    out_of_range = InvalidArgument(f"{name} '{value}' is out of range ({_FIRST_YEAR} to {_END_YEAR})")
     try:
         if isinstance(value, int | float) or _NUMBER.match(text):
             seconds = float(value) if isinstance(value, int | float) else float(text)
+            if seconds < 0 or seconds >= _END_SECONDS:  # infinities too; NaN fails both and is not a number
+                raise out_of_range
             start = datetime.fromtimestamp(seconds, tz=UTC)
             whole = isinstance(value, int) or seconds.is_integer() and "." not in text
             step = timedelta(seconds=1) if whole else _MICROSECOND
@@ -66,8 +72,8 @@ def parse_span(value: int | float | str, name: str) -> Span:
         raise InvalidArgument(
             f"{name} '{value}' is neither ISO-8601 (2025-01-31T12:00:00Z) nor Unix seconds"
         ) from None
-    if start.year < 1970 or start.year >= 9000:
-        raise InvalidArgument(f"{name} '{value}' is out of range (1970 to 9000)")
+    if start.year < _FIRST_YEAR or start.year >= _END_YEAR:
+        raise out_of_range
     return Span(start=start, end=start + step)
 
 

@@ -14,7 +14,7 @@ from echo_memory.libs.core.contracts.instants import Instant
 class QueryMemoryInput(StrictModel):
     query: str | None = Field(None, max_length=4000, description="what you want to know; omit only with digest")
     scope: str | list[str] | None = Field(None, description="one or more readable scopes; default shared")
-    top_k: int = Field(10, ge=1, le=100)
+    top_k: int = Field(10, ge=1, le=100, description="most results returned")
     as_of: Instant | None = Field(
         None,
         description="the store as it was then: Unix seconds (int or fractional) or ISO-8601; a whole second, "
@@ -26,6 +26,10 @@ class QueryMemoryInput(StrictModel):
     )
     digest: bool = Field(False, description="newest active facts, no query")
     include_episodes: bool = Field(True, description="also search raw evidence (turns, documents)")
+    tier: Literal["all", "hot"] = Field(
+        "all", description="all: search every fact (default); hot: hot facts, plus the facts of the entity digests "
+        "nearest the query (a consolidated store's bounded search; as_of always searches every tier)",
+    )
     max_tokens: int | None = Field(None, ge=1, le=100_000, description="stop adding results past this")
 
 
@@ -33,10 +37,15 @@ class MemoryItem(BaseModel):
     kind: Literal["fact", "episode"]
     id: str
     text: str
-    score: float = Field(description="cosine(query, item), whatever channel found it")
+    score: float | None = Field(
+        description="cosine(query, item) in [-1, 1], whatever channel found it; the order is `rank`'s, not the "
+        "score's (docs/tools/query_memory.md). null: nothing was compared with a query (about or digest without "
+        "one), and `note` says so",
+    )
     rank: int
     matched: list[str] = Field(
-        description="channels that found it: dense, lexical, graph, neighbour (an adjacent turn), about, digest"
+        description="channels that found it: dense, lexical, graph, neighbour (an adjacent turn), about, digest, "
+        "via_digest (a member of an entity digest near the query, tier hot)"
     )
     tokens: int
     provenance: Provenance

@@ -18,6 +18,8 @@ EVENTS_STREAM = "ECHO_EVENTS"
 METRICS_SUBJECT = f"{PREFIX}._metrics.scrape"
 # The reindex service's durable consumer of ECHO_EVENTS (the AGE graph mirror).
 GRAPH_MIRROR_CONSUMER = "graph-mirror"
+# The consolidation service's durable consumer of ECHO_EVENTS (which scopes changed).
+CONSOLIDATION_CONSUMER = "consolidation"
 ORGS_BUCKET = "echo-orgs"
 
 # Which service answers which verb, derived from the one verb table.

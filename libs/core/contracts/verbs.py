@@ -17,6 +17,7 @@ from echo_memory.libs.core.contracts import (
     audit,
     calibration,
     causal,
+    consolidation,
     dashboard,
     distil,
     documents,
@@ -41,10 +42,6 @@ class Verb:
     timeout: TimeoutKind  # a field of echo_memory.libs.core.config.Timeouts
 
 
-class NotBuiltResult(BaseModel):
-    """The result of a verb whose service answers `not_built` for now: it never returns one."""
-
-
 VERBS: tuple[Verb, ...] = (
     Verb("writes", "write_episode", write.WriteEpisodeInput, write.WriteEpisodeResult, "write"),
     Verb("writes", "record_recall_save", documents.RecordRecallSaveInput, documents.RecordRecallSaveResult, "write"),
@@ -57,6 +54,10 @@ VERBS: tuple[Verb, ...] = (
     Verb("writes", "token_revoke", admin.TokenRevokeInput, admin.TokenRevokeResult, "admin"),
     Verb("writes", "scope_create", admin.ScopeCreateInput, admin.ScopeCreateResult, "admin"),
     Verb("writes", "status", admin.NoArgs, admin.StatusResult, "admin"),
+    Verb("writes", "token_grant", admin.TokenGrantInput, admin.TokenGrantResult, "admin"),
+    Verb("writes", "scope_list", admin.NoArgs, admin.ScopeListResult, "admin"),
+    Verb("writes", "scope_show", admin.ScopeNameInput, admin.ScopeShowResult, "admin"),
+    Verb("writes", "scope_delete", admin.ScopeNameInput, admin.ScopeDeleteResult, "admin"),
     Verb("writes", "import_episodes", imports.ImportEpisodesInput, imports.ImportEpisodesResult, "bulk"),
     Verb("writes", "calibrate", calibration.CalibrateInput, calibration.CalibrateResult, "bulk"),
     Verb("writes", "pending_episodes", distil.PendingEpisodesInput, distil.PendingEpisodesResult, "read"),
@@ -81,7 +82,12 @@ VERBS: tuple[Verb, ...] = (
     Verb("audit", "recall_cost", dashboard.RecallCostInput, dashboard.RecallCostResult, "read"),
     Verb("reindex", "reindex", reindex.ReindexInput, reindex.ReindexResult, "bulk"),
     Verb("reindex", "lexical_status", reindex.LexicalStatusInput, reindex.LexicalStatusResult, "read"),
-    Verb("consolidation", "consolidate", admin.NoArgs, NotBuiltResult, "bulk"),
+    Verb("consolidation", "consolidate", consolidation.ConsolidateInput, consolidation.ConsolidateResult, "bulk"),
+    Verb("consolidation", "consolidate_log", consolidation.ConsolidateLogInput, consolidation.ConsolidateLogResult,
+         "admin"),
+    Verb("consolidation", "consolidate_undo", consolidation.ConsolidateUndoInput, consolidation.ConsolidateUndoResult,
+         "bulk"),
+    Verb("consolidation", "brief", consolidation.BriefInput, consolidation.BriefResult, "read"),
 )
 
 _BY_NAME: dict[tuple[str, str], Verb] = {(v.service, v.name): v for v in VERBS}

@@ -32,19 +32,24 @@ class FactIn(StrictModel):
 
 
 class EntityResolution(StrictModel):
-    mention: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    mention: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="the name a deferral asked about")
     entity_id: str = Field(min_length=1, max_length=64, description='an existing entity id, or "new"')
-    rationale: str | None = Field(None, max_length=500)
+    rationale: str | None = Field(None, max_length=500, description="why you chose it, kept in the audit log")
 
 
 class WriteEpisodeInput(StrictModel):
     scope: str | None = Field(None, max_length=100, description="shared (default), solo, or a named scope")
-    session_id: str = Field(min_length=1, max_length=200)
-    project: str | None = Field(None, max_length=200)
-    entities: list[EntityIn] = Field(default_factory=list, max_length=MAX_ENTITIES)
-    facts: list[FactIn] = Field(default_factory=list, max_length=MAX_FACTS)
-    entity_resolutions: list[EntityResolution] = Field(default_factory=list, max_length=MAX_ENTITIES)
-    idempotency_key: str | None = Field(None, min_length=1, max_length=200)
+    session_id: str = Field(min_length=1, max_length=200, description="your conversation's id, kept with every fact")
+    project: str | None = Field(None, max_length=200, description="the project this is about, kept as provenance")
+    entities: list[EntityIn] = Field(default_factory=list, max_length=MAX_ENTITIES,
+                                     description="every entity the facts name, each with a type")
+    facts: list[FactIn] = Field(default_factory=list, max_length=MAX_FACTS,
+                                description="claims between those entities, one sentence each")
+    entity_resolutions: list[EntityResolution] = Field(
+        default_factory=list, max_length=MAX_ENTITIES,
+        description="answers to a deferred write: which stored entity (or \"new\") each mention names")
+    idempotency_key: str | None = Field(None, min_length=1, max_length=200,
+                                        description="the same key on a retry returns the first answer, never a second write")
     source_episode_ids: list[str] = Field(
         default_factory=list, max_length=MAX_SOURCE_EPISODES,
         description="episodes these facts were distilled from (ids pending_episodes returned); each must exist "

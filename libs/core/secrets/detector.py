@@ -14,8 +14,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from echo_memory.libs.core.secrets.kinds import KINDS
+from echo_memory.libs.core.secrets.kinds import KINDS, PLAIN_VALUE, looks_like_password
 from echo_memory.libs.core.secrets.normalise import Variant, variants
+from echo_memory.libs.core.secrets.prose import PROSE_PASSWORD, PROSE_TOKEN, prose_findings
+from echo_memory.libs.core.secrets.rules import MAINTAINED, is_example
 
 ASSIGNMENT_NOUN = "password or secret in an assignment"
 
@@ -63,15 +65,20 @@ def _names_a_secret(key: str) -> bool:
     return any(word.endswith(_SECRET_WORDS) for word in joined)
 
 
-def _looks_secret(value: str, *, op: str, quoted: bool) -> bool:
-    if len(value) < 6 or _PLACEHOLDER.match(value) or value.lower() in _KEYWORDS:
+def _looks_secret(value: str, *, key: str, op: str, quoted: bool) -> bool:
+    if len(value) < 6 or _PLACEHOLDER.match(value) or value.lower() in _KEYWORDS or is_example(value):
         return False
     if value.isdigit():  # max_tokens=4000, token: 1200
         return False
     if "(" in value:  # code: password_hash = bcrypt(raw)
         return False
+    if key.startswith("-"):
+        # A command-line flag often names a resource (`--secret=db-pass`): only a chosen value counts.
+        return looks_like_password(value) or len(value) >= 20
     if op in ("=", ":=") or quoted:
         return True  # code and config: `password = "hunter22"` is a secret whatever it looks like
+    if PLAIN_VALUE.match(value):
+        return False  # `token-service:v4.17.2-alpine`: an image tag, a version, a date
     # After a bare colon the text may be prose ("password: at least twelve characters"), so only
     # a value that is not an ordinary word counts: it mixes in digits or symbols, or is very long.
     has_digit = any(c.isdigit() for c in value)
@@ -81,7 +88,7 @@ def _looks_secret(value: str, *, op: str, quoted: bool) -> bool:
 
 def _assigns_a_secret(match: re.Match[str]) -> bool:
     return _names_a_secret(match["key"]) and _looks_secret(
-        match["value"], op=match["op"], quoted=bool(match["quote"]))
+        match["value"], key=match["key"], op=match["op"], quoted=bool(match["quote"]))
 
 
 def _secret_span(match: re.Match[str]) -> tuple[int, int]:
@@ -91,27 +98,45 @@ def _secret_span(match: re.Match[str]) -> tuple[int, int]:
     return match.span()
 
 
+_PROSE_PHRASE = {PROSE_PASSWORD: "a " + PROSE_PASSWORD, PROSE_TOKEN: "an " + PROSE_TOKEN}
+
+
 def _in_variant(variant: Variant) -> Iterator[Finding]:
+    """Shapes and assignments in one variant (prose rules run apart: see findings)."""
     lowered = variant.text.lower()
-    for kind in KINDS:
+    # Our kinds first (they name the best-fitting kind), then the maintained rule set.
+    for kind in KINDS + MAINTAINED:
         if not kind.may_match(lowered):
             continue
         for match in kind.pattern.finditer(variant.text):
             if kind.check is None or kind.check(match):
-                start, end = variant.span(*_secret_span(match))
+                span = _secret_span(match)
+                if is_example(variant.text[span[0]:span[1]]):
+                    continue  # AKIAIOSFODNN7EXAMPLE in a provider's docs is not a leak
+                start, end = variant.span(*span)
                 yield Finding(kind.noun, kind.phrase, start, end)
-    if not any(hint in lowered for hint in _ASSIGNMENT_HINTS):
-        return
-    for match in _ASSIGNMENT.finditer(variant.text):
-        if _assigns_a_secret(match):
-            start, end = variant.span(*match.span("value"))
-            yield Finding(ASSIGNMENT_NOUN, "a " + ASSIGNMENT_NOUN, start, end)
+    if any(hint in lowered for hint in _ASSIGNMENT_HINTS):
+        pos = 0
+        while (assignment := _ASSIGNMENT.search(variant.text, pos)) is not None:
+            if _assigns_a_secret(assignment):
+                start, end = variant.span(*assignment.span("value"))
+                yield Finding(ASSIGNMENT_NOUN, "a " + ASSIGNMENT_NOUN, start, end)
+                pos = assignment.end()
+            else:
+                # ".env: JWT_SECRET=…": the value of a key that names no secret may hold an assignment
+                pos = assignment.start("value")
 
 
 def findings(text: str) -> Iterator[Finding]:
     """Every secret in `text`, in every variant, in kind order per variant (may repeat a span)."""
-    for variant in variants(text):
+    every = list(variants(text))
+    for variant in every:
         yield from _in_variant(variant)
+    # Last, so a refusal names a provider's kind or an assignment when one also matches, in any variant.
+    for variant in every:
+        for found in prose_findings(variant.text):
+            start, end = variant.span(found.start, found.end)
+            yield Finding(found.noun, _PROSE_PHRASE[found.noun], start, end)
 
 
 def find_secret(text: str) -> str | None:
@@ -129,12 +154,16 @@ def redact_secrets(text: str) -> str:
 
     Overlapping findings merge into one redaction named by the earliest, most specific one.
     """
-    found = sorted({(f.start, -f.end, f.noun) for f in findings(text) if f.end > f.start})
+    ranked: dict[tuple[int, int], tuple[int, str]] = {}
+    for rank, f in enumerate(findings(text)):
+        if f.end > f.start:
+            ranked.setdefault((f.start, f.end), (rank, f.noun))
+    found = sorted((start, -end, rank, noun) for (start, end), (rank, noun) in ranked.items())
     if not found:
         return text
     out: list[str] = []
     cursor = 0
-    for start, neg_end, noun in found:
+    for start, neg_end, _rank, noun in found:
         end = -neg_end
         if start < cursor:  # inside (or overlapping) the previous redaction
             if end > cursor:

@@ -65,7 +65,7 @@ def _aws_secret(match: re.Match[str]) -> bool:
 
 
 # Values after "password is …" that are ordinary: numbers with units, dates, versions.
-_PLAIN_VALUE = re.compile(
+PLAIN_VALUE = re.compile(
     r"^(?:\d+[-\s]?[a-z]+|\d{4}-\d{2}-\d{2}|v?\d+(?:\.\d+)+[a-z0-9.\-]*|[a-z]+(?:-[a-z]+)*-?\d{0,3})$"
 )
 
@@ -76,7 +76,7 @@ def looks_like_password(value: str) -> bool:
     date or version."""
     value = value.rstrip(".,;:)]}'\"”’")
     # Non-ASCII values are words of a script written without spaces far more often than passwords.
-    if len(value) < 8 or not value.isascii() or _PLAIN_VALUE.match(value):
+    if len(value) < 8 or not value.isascii() or PLAIN_VALUE.match(value):
         return False
     return _classes(value) >= 3 or (_classes(value) == 2 and any(c.isdigit() for c in value)
                                     and any(c.isalpha() for c in value) and not value.isdigit())

@@ -12,7 +12,12 @@ from pydantic import SecretStr
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.admin import (
     ScopeCreateResult,
+    ScopeDeleteResult,
+    ScopeListResult,
+    ScopeShowResult,
     TokenCreateResult,
+    TokenGrantResult,
+    TokenInfo,
     TokenListResult,
     TokenRevokeResult,
 )
@@ -89,6 +94,7 @@ def _split(value: str) -> list[str]:
 
 
 def token(settings: Settings, args: argparse.Namespace) -> int:
+    """`token create|list|grant|revoke`: 0 on success, 1 when the system refused or cannot be reached (the reason on stderr)."""
     if args.token_command == "create":
         raw = _call(settings, "writes", "token_create",
                     {"agent_id": args.agent, "read_scopes": _split(args.read), "write_scopes": _split(args.write)})
@@ -102,10 +108,21 @@ def token(settings: Settings, args: argparse.Namespace) -> int:
         raw = _call(settings, "writes", "token_list", {})
         if raw is None:
             return 1
-        for info in TokenListResult.model_validate(raw).tokens:
-            state = f"revoked {info.revoked_at:%Y-%m-%d}" if info.revoked_at else "active"
-            print(f"{info.token_id}  {info.prefix}…  {info.agent_id:<16} read={','.join(info.read_scopes)} "
-                  f"write={','.join(info.write_scopes)}  {state}")
+        for line in render_tokens(TokenListResult.model_validate(raw).tokens):
+            print(line)
+        return 0
+    if args.token_command == "grant":
+        raw = _call(settings, "writes", "token_grant", {"token_id": args.token_id, "read_scopes": _split(args.read),
+                                                        "write_scopes": _split(args.write)})
+        if raw is None:
+            return 1
+        granted = TokenGrantResult.model_validate(raw)
+        added = [f"read {', '.join(granted.added_read)}"] if granted.added_read else []
+        added += [f"write {', '.join(granted.added_write)}"] if granted.added_write else []
+        print(f"token {granted.token.token_id} (agent '{granted.token.agent_id}'): "
+              + (f"may now also {' and '.join(added)}" if added else "already had every grant named; nothing changed"))
+        print(f"it may read {','.join(granted.token.read_scopes) or 'nothing'} and write "
+              f"{','.join(granted.token.write_scopes) or 'nothing'}; a running edge applies it within 30 s")
         return 0
     raw = _call(settings, "writes", "token_revoke", {"token_id": args.token_id, "agent_id": args.agent})
     if raw is None:
@@ -114,13 +131,83 @@ def token(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def render_tokens(tokens: list[TokenInfo]) -> list[str]:
+    """`token list`'s lines: a header and one line per token, or one line saying there are none."""
+    if not tokens:
+        return ["no tokens; issue one with `echo-memory token create --agent NAME`"]
+    lines = [f"{'ID':<36}  {'PREFIX':<14} {'AGENT':<16} {'READ':<20} {'WRITE':<20} STATE"]
+    for info in tokens:
+        state = f"revoked {info.revoked_at:%Y-%m-%d}" if info.revoked_at else "active"
+        lines.append(f"{info.token_id:<36}  {info.prefix + '…':<14} {info.agent_id:<16} "
+                     f"{','.join(info.read_scopes) or '-':<20} {','.join(info.write_scopes) or '-':<20} {state}")
+    return lines
+
+
+def forget_pointer(name: str) -> str:
+    """What emptying a scope takes: the erasure command, then `scope delete`."""
+    return (f"erasing a scope's memory is `echo-memory forget --scope {name} --confirm`; "
+            f"run it first, then `echo-memory scope delete {name}`")
+
+
 def scope(settings: Settings, args: argparse.Namespace) -> int:
-    raw = _call(settings, "writes", "scope_create", {"name": args.name, "description": args.description})
+    """`scope create|list|show|delete`: 0 on success, 1 when the system refused or cannot be reached (the reason on stderr)."""
+    if args.scope_command == "create":
+        raw = _call(settings, "writes", "scope_create", {"name": args.name, "description": args.description})
+        if raw is None:
+            return 1
+        result = ScopeCreateResult.model_validate(raw)
+        print(f"scope '{result.name}' " + ("created" if result.created else "already exists"))
+        return 0
+    if args.scope_command == "list":
+        raw = _call(settings, "writes", "scope_list", {})
+        if raw is None:
+            return 1
+        for line in render_scopes(ScopeListResult.model_validate(raw)):
+            print(line)
+        return 0
+    if args.scope_command == "show":
+        raw = _call(settings, "writes", "scope_show", {"name": args.name})
+        if raw is None:
+            return 1
+        for line in render_scope(ScopeShowResult.model_validate(raw)):
+            print(line)
+        return 0
+    if args.erase:
+        # Erasure has one path, with its own confirmation; this command never erases.
+        print(f"echo-memory scope delete: --erase does not erase; {forget_pointer(args.name)}", file=sys.stderr)
+        return 1
+    raw = _call(settings, "writes", "scope_delete", {"name": args.name})
     if raw is None:
         return 1
-    result = ScopeCreateResult.model_validate(raw)
-    print(f"scope '{result.name}' " + ("created" if result.created else "already exists"))
+    deleted = ScopeDeleteResult.model_validate(raw)
+    print(f"scope '{deleted.name}' deleted" + (f"; its name was taken out of {deleted.tokens_updated} token(s)' grants"
+                                                if deleted.tokens_updated else ""))
     return 0
+
+
+def render_scopes(result: ScopeListResult) -> list[str]:
+    """`scope list`'s lines: a header, then one line per scope (`shared` always exists)."""
+    lines = [f"{'NAME':<24} {'KIND':<6} {'FACTS':>7} {'ACTIVE':>7} {'EPISODES':>8}  {'CREATED':<10}  DESCRIPTION"]
+    for s in result.scopes:
+        lines.append(f"{s.name:<24} {s.kind:<6} {s.facts:>7} {s.active_facts:>7} {s.episodes:>8}  "
+                     f"{s.created_at:%Y-%m-%d}  {s.description}")
+    return lines
+
+
+def render_scope(result: ScopeShowResult) -> list[str]:
+    """`scope show`'s lines: the scope, its reader and writer lists, and the live tokens that may use it."""
+    s = result.scope
+    lines = [f"scope {s.name} ({s.kind}): {s.description or 'no description'}",
+             f"  {s.facts} facts ({s.active_facts} active), {s.episodes} episodes, created {s.created_at:%Y-%m-%d}",
+             f"  readers: {', '.join(result.readers)}  (`*` is every agent)",
+             f"  writers: {', '.join(result.writers)}"]
+    if not result.tokens:
+        lines.append("  no live token may read or write it")
+        return lines
+    lines.append(f"  {'TOKEN ID':<36}  {'AGENT':<16} READ  WRITE")
+    for t in result.tokens:
+        lines.append(f"  {t.token_id:<36}  {t.agent_id:<16} {'yes' if t.read else 'no':<5} {'yes' if t.write else 'no'}")
+    return lines
 
 
 def mcp_stdio(settings: Settings, token_value: str | None) -> int:

@@ -29,6 +29,7 @@ from echo_memory.libs.local.cli.backup import (
     read_partial_export,
     resume_paths,
 )
+from echo_memory.libs.local.private_files import open_private_text
 from echo_memory.libs.server import eventloop
 
 __all__ = ["admin_session", "export_to", "import_lines", "read_export_file", "register"]
@@ -36,7 +37,7 @@ __all__ = ["admin_session", "export_to", "import_lines", "read_export_file", "re
 
 def register(sub: Any) -> None:
     why_p = sub.add_parser("why", help="the full trail of one fact: versions, entities, reads, saves, audit rows")
-    why_p.add_argument("fact_id")
+    why_p.add_argument("fact_id", help="the fact's id (a recall result shows it)")
     why_p.add_argument("--json", action="store_true", help="print the raw result as JSON")
     why_p.set_defaults(func=lambda s, a: _run(s, "why", _why(s, a.fact_id, a.json)))
 
@@ -51,7 +52,7 @@ def register(sub: Any) -> None:
     export.set_defaults(func=lambda s, a: _run(s, "export", _export_as(s, a)))
 
     restore = sub.add_parser("restore", help="restore an export into an empty org or scope")
-    restore.add_argument("file")
+    restore.add_argument("file", help="a file written by `echo-memory export`")
     restore.add_argument("--scope", help="restore the file's only scope under this name")
     restore.add_argument("--progress", action="store_true",
                          help="report progress on stderr even when it is not a terminal")
@@ -141,7 +142,7 @@ async def _export(settings: Settings, scope: str | None, out: str | None, resume
         with partial.open("r+b") as handle:
             handle.truncate(state.complete_bytes)  # drop a line the interruption cut
         async with admin_session(settings) as call:
-            with partial.open("a", encoding="utf-8") as handle:
+            with open_private_text(partial, "a") as handle:
                 await export_to(call, handle, scope=state.header["scope"], resume=state, **options)
     elif out is None:
         async with admin_session(settings) as call:
@@ -151,7 +152,7 @@ async def _export(settings: Settings, scope: str | None, out: str | None, resume
         path = Path(out)
         partial = path.with_name(path.name + PARTIAL_SUFFIX)
         async with admin_session(settings) as call:
-            with partial.open("w", encoding="utf-8") as handle:
+            with open_private_text(partial, "w") as handle:
                 await export_to(call, handle, scope=scope, **options)
     if partial != path:
         partial.replace(path)  # a failed export never leaves a file that looks complete

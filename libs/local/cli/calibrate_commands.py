@@ -22,7 +22,7 @@ from echo_memory.libs.server import eventloop
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("calibrate", help="entity-resolution AUC with a 95% interval and deferral precision")
+    parser = sub.add_parser("calibrate", help="entity-resolution AUC with a 95%% interval and deferral precision")
     parser.add_argument("--apply", action="store_true",
                         help="use the proposed thresholds for writes (only when the interval excludes chance)")
     parser.add_argument("--rounds", type=int, default=1000, help="bootstrap resamples (100-10000)")

@@ -27,14 +27,14 @@ def register(sub: Any) -> None:
         help="wire MCP clients to Echo Memory: --for CLIENT, or --global alone for every client found "
              "(MCP entry, instructions, skill, hooks; shows the diff first)",
     )
-    install.add_argument("--for", dest="client", choices=names)
+    install.add_argument("--for", dest="client", choices=names, help="one client only (default: every client found)")
     _scope_args(install)
     install.add_argument("--token", help="use this token instead of issuing one for the client's agent id")
     install.add_argument("--no-hooks", action="store_true", help="leave the client's hook files alone")
     install.set_defaults(func=install_cmd)
 
     uninstall = sub.add_parser("uninstall", help="remove exactly what install added for a client")
-    uninstall.add_argument("--for", dest="client", required=True, choices=names)
+    uninstall.add_argument("--for", dest="client", required=True, choices=names, help="the client to remove it from")
     _scope_args(uninstall)
     uninstall.set_defaults(func=uninstall_cmd)
 
@@ -44,8 +44,8 @@ def register(sub: Any) -> None:
     adopt.set_defaults(func=adopt_cmd)
 
     connect = sub.add_parser("connect", help="use a remote edge (URL TOKEN) or, with --local, this machine's system")
-    connect.add_argument("url", nargs="?")
-    connect.add_argument("token", nargs="?")
+    connect.add_argument("url", nargs="?", help="the remote edge's MCP URL")
+    connect.add_argument("token", nargs="?", help="an agent token the remote edge issued")
     connect.add_argument("--local", action="store_true", help="forget the remote edge")
     connect.add_argument("--no-check", action="store_true", help="save without contacting the edge")
     connect.set_defaults(func=connect_cmd)
@@ -150,8 +150,12 @@ def _revoke_replaced(settings: Settings, replaced: dict[str, str]) -> None:
         print(f"echo-memory: {label}: the token it held before ({shown}) {outcome}")
 
 
-def _confirm_and_apply(changes: list, yes: bool, project: Path | None = None) -> int | None:  # type: ignore[type-arg]
-    """Show the diff and write on confirmation. Returns 0 (written or nothing to do), 1 (declined)."""
+def _confirm_and_apply(changes: list, yes: bool, project: Path | None = None,  # type: ignore[type-arg]
+                       *, mask_backups: bool = False) -> int | None:
+    """Show the diff and write on confirmation. Returns 0 (written or nothing to do), 1 (declined).
+
+    `mask_backups`: the backups keep every Echo Memory token cut to its prefix (uninstall).
+    """
     from echo_memory.libs.local.clients import apply_changes
     from echo_memory.libs.local.clients.remote import config_dir
 
@@ -168,11 +172,11 @@ def _confirm_and_apply(changes: list, yes: bool, project: Path | None = None) ->
         if answer not in ("y", "yes"):
             print("echo-memory: nothing was written")
             return 1
-    backups = apply_changes(pending, backup_dir=config_dir() / "backups", project=project)
+    backups = apply_changes(pending, backup_dir=config_dir() / "backups", project=project, mask_backups=mask_backups)
     for change in pending:
         print(f"{'removed' if change.after is None else 'wrote'} {change.path}")
     for backup in backups:
-        print(f"backup  {backup}")
+        print(f"backup  {backup}{' (tokens masked)' if mask_backups else ''}")
     return 0
 
 
@@ -350,7 +354,7 @@ def uninstall_cmd(settings: Settings, args: argparse.Namespace) -> int:
         changes = plan_client_removal(client, _home(), project)
         if project is None:
             changes += [c for c in plan_credentials({client.name: None}, str(settings.home)) if c.before is not None]
-        code = _confirm_and_apply(changes, args.yes, project)
+        code = _confirm_and_apply(changes, args.yes, project, mask_backups=True)
     except ConfigError as exc:
         return _err(str(exc))
     if code == 0:

@@ -1,4 +1,4 @@
-"""`echo-memory dashboard --serve [--open]` and `echo-memory demo-seed`.
+"""`echo-memory dashboard --serve [--open]`, `echo-memory dashboard --out FILE` and `echo-memory demo-seed`.
 
 The dashboard is a web page on 127.0.0.1 over the running system's bus (services/dashboard/);
 demo-seed fills a new scope with an invented software org, restored through the audit service's
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from echo_memory.libs.core.config import Settings
@@ -34,6 +35,9 @@ def register(sub: Any) -> None:
     dash.add_argument("--serve", action="store_true", help="serve the dashboard until Ctrl-C (required)")
     dash.add_argument("--open", action="store_true", help="also open it in the default web browser")
     dash.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"loopback port (default {DEFAULT_PORT})")
+    dash.add_argument("--out", metavar="FILE", type=Path,
+                      help="instead of serving, write a self-contained HTML snapshot of the graph to FILE (mode 0600)")
+    dash.add_argument("--scope", default="", help="with --out: comma-separated scopes (default every readable scope)")
     dash.set_defaults(func=_dashboard)
 
     demo = sub.add_parser("demo-seed", help="fill a new scope with an invented software org, for screenshots")
@@ -45,9 +49,16 @@ def register(sub: Any) -> None:
 
 
 def _dashboard(settings: Settings, args: Any) -> int:
-    """Serve until Ctrl-C; 2 without --serve or when the port is taken, 1 when the system is not running."""
+    """Serve until Ctrl-C, or write a snapshot with --out; 2 for a usage error or a taken port, 1 when the
+    system is not running or refuses."""
+    if args.serve and args.out:
+        print("echo-memory dashboard: --serve and --out exclude each other", file=sys.stderr)
+        return 2
+    if args.out:
+        return _snapshot(settings, args.out, [s.strip() for s in args.scope.split(",") if s.strip()] or None)
     if not args.serve:
-        print("echo-memory dashboard: pass --serve to start it (add --open to open your browser)", file=sys.stderr)
+        print("echo-memory dashboard: pass --serve to start it (add --open to open your browser), "
+              "or --out FILE for a snapshot to share", file=sys.stderr)
         return 2
     if not 0 < args.port < 65536 or port_in_use(args.port):
         print(f"echo-memory dashboard: port {args.port} is not free on 127.0.0.1; choose another with --port",
@@ -66,6 +77,34 @@ def _dashboard(settings: Settings, args: Any) -> int:
         return eventloop.run(run(), use_uvloop=settings.uvloop)
     except EchoError as exc:
         print(f"echo-memory dashboard: {exc.message}", file=sys.stderr)
+        return 1
+
+
+def _snapshot(settings: Settings, out: Path, scopes: list[str] | None) -> int:
+    """Write the snapshot to `out`; prints what it holds. 1 when the system refuses or the file cannot be written."""
+    from echo_memory.libs.server.bus.broker import stop_broker
+    from echo_memory.libs.server.bus.client import BusClient
+    from echo_memory.services.dashboard.snapshot import write_snapshot
+
+    async def run() -> int:
+        broker = await connect_bus(settings)
+        try:
+            shot = await write_snapshot(settings, BusClient(broker), out.expanduser(), scopes)
+        finally:
+            await stop_broker(broker)
+        left = f"; {shot.entities_left_out} less-connected entities' facts left out" if shot.entities_left_out else ""
+        print(f"echo-memory dashboard: wrote {shot.path} ({shot.bytes} bytes, mode 0600): {shot.nodes} entities, "
+              f"{shot.edges} facts, the facts of {shot.entities_inlined} entities{left}. It needs no server and holds "
+              "no token; it does hold the memory's text, so share it as you would the memory itself.")
+        return 0
+
+    try:
+        return eventloop.run(run(), use_uvloop=settings.uvloop)
+    except EchoError as exc:
+        print(f"echo-memory dashboard: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"echo-memory dashboard: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
 
 

@@ -26,14 +26,14 @@ def register(sub: Any) -> None:
                            ("uninstall", "remove exactly the hooks install added"),
                            ("show", "print the client's hook file and what install would change")):
         verb = verbs.add_parser(name, help=helptext)
-        verb.add_argument("--for", dest="client", required=True, choices=HOOK_CLIENTS)
+        verb.add_argument("--for", dest="client", required=True, choices=HOOK_CLIENTS, help="the client")
         verb.add_argument("--project", metavar="PATH", help="the project's hook file (token from $ECHO_MEMORY_TOKEN)")
         if name != "show":
             verb.add_argument("--yes", action="store_true", help="write without asking")
         verb.set_defaults(func=hooks_cmd)
     hook = sub.add_parser("hook", help="run by a client: `hook recall|capture --client NAME` (reads its JSON on stdin)")
-    hook.add_argument("action", choices=("recall", "capture"))
-    hook.add_argument("--client", required=True, choices=HOOK_CLIENTS)
+    hook.add_argument("action", choices=("recall", "capture"), help="recall before a prompt, capture after a turn")
+    hook.add_argument("--client", required=True, choices=HOOK_CLIENTS, help="the client that runs the hook")
     store = sub.add_parser("hook-store-turn", help="store one captured turn as an episode (started by the hook)")
     store.add_argument("file", help="the turn file the capture hook wrote; removed once stored")
     store.set_defaults(func=store_turn_cmd)
@@ -71,7 +71,7 @@ def hooks_cmd(settings: Settings, args: argparse.Namespace) -> int:
             changes = [change] if change is not None else []
             if project is None:
                 changes += [c for c in plan_credentials({client.name: None}, None) if c.before is not None]
-            return _confirm_and_apply(changes, args.yes, project) or 0
+            return _confirm_and_apply(changes, args.yes, project, mask_backups=True) or 0
         except ConfigError as exc:
             return _err(str(exc))
     executable = PROJECT_COMMAND if project is not None else _executable()

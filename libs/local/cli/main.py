@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # table against the modules). A command line imports only its own module: building every parser
 # imports every command's dependencies, seconds of start-up for a one-line command.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
-    "echo_memory.libs.local.cli.system_commands": ("down", "quickstart", "service", "status", "up"),
+    "echo_memory.libs.local.cli.system_commands": ("down", "line", "quickstart", "service", "status", "up"),
     "echo_memory.libs.local.cli.admin_commands": ("init-db", "mcp", "scope", "token"),
     "echo_memory.libs.local.cli.retrieval_commands": ("benchmark", "eval", "eval-external", "recall", "reindex"),
     "echo_memory.libs.local.cli.audit_commands": ("export", "restore", "why"),
@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "echo_memory.libs.local.cli.history_commands": ("import",),
     "echo_memory.libs.local.cli.dashboard_commands": ("dashboard", "demo-seed"),
     "echo_memory.libs.local.cli.model_commands": ("distil", "infer-causal-hints"),
+    "echo_memory.libs.local.cli.consolidate_commands": ("benchmark-tiers", "brief", "consolidate"),
 }
 
 USAGE_ERROR = 2
@@ -58,8 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     hiding it would make bugs look like conditions.
     """
     words = list(sys.argv[1:] if argv is None else argv)
-    if words[:1] == ["hook"]:
+    if not words:
+        # argparse would only say COMMAND is required; a newcomer needs the list of commands.
+        build_parser().print_help()
+        return USAGE_ERROR
+    if words[:1] == ["hook"] and not {"-h", "--help"} & set(words):
         # A client runs this before every prompt: only the tiny hook runtime is imported.
+        # A person asking for help gets argparse's, like every other command.
         from echo_memory.libs.local.hookrun import main as hook_main
 
         return hook_main(words[1:])

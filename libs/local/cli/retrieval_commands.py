@@ -24,22 +24,22 @@ LONGMEMEVAL_FILE = "longmemeval_s.json"
 
 def register(sub: Any) -> None:
     recall = sub.add_parser("recall", help="query memory from the terminal (same results as query_memory)")
-    recall.add_argument("question")
+    recall.add_argument("question", help="the question, in words")
     recall.add_argument("--scope", action="append", help="scope to read (repeatable); default shared")
-    recall.add_argument("--top-k", type=int, default=10)
+    recall.add_argument("--top-k", type=int, default=10, help="how many results at most (default 10)")
     recall.add_argument(
         "--as-of", help="the store as it was then: Unix seconds or ISO-8601 (a whole second, minute or day means its end)"
     )
     recall.add_argument("--about", action="append", help="entity name (once or twice)")
     recall.add_argument("--no-episodes", action="store_true", help="facts only")
-    recall.add_argument("--max-tokens", type=int)
+    recall.add_argument("--max-tokens", type=int, help="cap the recalled text at about this many tokens")
     recall.add_argument("--json", action="store_true", help="print the raw result")
     recall.set_defaults(func=_recall)
 
     reindex = sub.add_parser(
         "reindex", help="rebuild lexical statistics, embeddings and (with Apache AGE) the graph mirror of a scope"
     )
-    reindex.add_argument("--scope", default="shared")
+    reindex.add_argument("--scope", default="shared", help="the scope to rebuild (default shared)")
     reindex.add_argument("--status", action="store_true", help="only show whether queries use BM25 or ts_rank")
     reindex.add_argument("--lexical-only", action="store_true", help="skip re-embedding")
     reindex.set_defaults(func=_reindex)
@@ -56,7 +56,8 @@ def register(sub: Any) -> None:
     external = sub.add_parser(
         "eval-external", help="retrieval on a public benchmark (locomo, madial, longmemeval, memdaily)"
     )
-    external.add_argument("benchmark", choices=["locomo", "madial", "longmemeval", "memdaily"])
+    external.add_argument("benchmark", choices=["locomo", "madial", "longmemeval", "memdaily"],
+                          help="the published set to run")
     external.add_argument(
         "path", nargs="?",
         help=f"locomo: {LOCOMO_FILE} or its folder; madial: the folder of the MADial-Bench-en files; "
@@ -70,8 +71,9 @@ def register(sub: Any) -> None:
                           help="longmemeval: only the first N questions of each type; memdaily: the first N "
                           "trajectories of each file")
     external.add_argument("--json", action="store_true",
-                          help="include every question's scores (the system's and, but for longmemeval, BM25's), "
-                          "in the file's order, so two runs can be compared question by question")
+                          help="print the whole report as JSON instead of tables, with every question's scores "
+                          "(the system's and, but for longmemeval, BM25's) in the file's order, so two runs can be "
+                          "compared question by question")
     external.set_defaults(func=_external)
 
     from echo_memory.libs.local.eval.benchmark import register as register_benchmark  # the latency harness
@@ -94,6 +96,9 @@ def _recall(settings: Any, args: Any) -> int:
     from echo_memory.libs.core.contracts.errors import EchoError
     from echo_memory.libs.core.contracts.framing import render_recall
 
+    if not args.question.strip() and not args.about:
+        # Said here: the service's sentence names `digest`, a tool argument this command has no flag for.
+        return _refuse("recall", "give a question (or an empty one with --about NAME: what is known about NAME)")
     body: dict[str, Any] = {"query": args.question, "top_k": args.top_k, "include_episodes": not args.no_episodes}
     if args.scope:
         body["scope"] = args.scope if len(args.scope) > 1 else args.scope[0]
@@ -267,10 +272,15 @@ def _external(settings: Any, args: Any) -> int:
     report = _run_harness(settings, command, job)
     if report is None:
         return 1
-    if not args.json:
-        report.pop("per_question", None)
-    print(json.dumps(report, indent=2))
+    _print_external(report, as_json=args.json)
     return 0
+
+
+def _print_external(report: dict[str, Any], *, as_json: bool) -> None:
+    """The report's tables, or with --json the whole report (every question's scores included)."""
+    from echo_memory.libs.local.eval.report import render_external
+
+    print(json.dumps(report, indent=2) if as_json else render_external(report))
 
 
 def _longmemeval(settings: Any, args: Any, command: str) -> int:
@@ -290,7 +300,5 @@ def _longmemeval(settings: Any, args: Any, command: str) -> int:
     report = _run_harness(settings, command, _throwaway(settings, lambda call: run_longmemeval(call, questions, show=True)))
     if report is None:
         return 1
-    if not args.json:
-        report.pop("per_question", None)
-    print(json.dumps(report, indent=2))
+    _print_external(report, as_json=args.json)
     return 0

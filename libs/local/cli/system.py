@@ -27,8 +27,13 @@ from echo_memory.libs.server.store.access import DEFAULT_GRANTS
 QUICKSTART_AGENT = "claude-code"
 
 
-def up(settings: Settings, *, detach: bool = False, quickstart: bool = False) -> int:
-    """Start everything and stay in the foreground until Ctrl-C (or detach and return)."""
+def up(settings: Settings, *, detach: bool = False, quickstart: bool = False, background: bool = False) -> int:
+    """Start everything and stay in the foreground until Ctrl-C (or detach and return).
+
+    The client line is printed by `quickstart`, and by `up` too when the edge could not have its
+    remembered port (the line clients were given stopped working). `background` is the child of
+    `--detach`: its output goes to a log file, so it prints no line and no token; the parent does.
+    """
     if detach:
         return _detach(settings, quickstart)
     supervisor = Supervisor(settings)
@@ -41,7 +46,7 @@ def up(settings: Settings, *, detach: bool = False, quickstart: bool = False) ->
         supervisor.stop()
         return 130
     print(f"echo-memory: ready — MCP at {state.edge_url}", flush=True)
-    if quickstart:
+    if not background and (quickstart or state.edge_moved_from is not None):
         code = _print_client_line(settings, state.edge_url or "")
         if code:
             supervisor.stop()
@@ -75,6 +80,8 @@ def _print_client_line(settings: Settings, edge_url: str) -> int:
         f'--header "Authorization: Bearer {token}"',
         flush=True,
     )
+    print("echo-memory: if Claude Code answers that echo-memory already exists, replace the old entry: run "
+          "`claude mcp remove echo-memory --scope user`, then the line above")
     print("echo-memory: or wire every client found on this machine (MCP entry with its own agent id, "
           "instructions, skill, recall/capture hooks; shows the diff first) with:")
     print("  echo-memory install --global", flush=True)
@@ -115,15 +122,19 @@ def _detach(settings: Settings, quickstart: bool) -> int:
     home = settings.home.expanduser()
     home.mkdir(parents=True, exist_ok=True)
     log = open(home / "supervisor.log", "ab")  # noqa: SIM115
-    args = [sys.executable, "-m", "echo_memory.libs.local.cli", "quickstart" if quickstart else "up"]
+    args = [sys.executable, "-m", "echo_memory.libs.local.cli", "up", "--background"]
     process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         state = read_state(home)
         if state is not None and state.ready and state.supervisor_pid == process.pid:
+            for notice in state.notices:  # said in the log too, but the user is looking here
+                print(f"echo-memory: {notice}")
             print(f"echo-memory: running in the background (pid {process.pid}); MCP at {state.edge_url}")
-            print(f"echo-memory: log {home / 'supervisor.log'}; stop with `echo-memory down`")
+            print(f"echo-memory: log {home / 'supervisor.log'}; stop with `echo-memory down`", flush=True)
+            if quickstart or state.edge_moved_from is not None:
+                return _print_client_line(settings, state.edge_url or "")
             return 0
         if process.poll() is not None:
             tail = (home / "supervisor.log").read_text(errors="replace").strip().splitlines()[-1:]
@@ -185,6 +196,28 @@ def _is_zombie(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def line(settings: Settings) -> int:
+    """Print the current client line (the running edge's URL and the kept quickstart token).
+
+    The token is the one `quickstart` keeps, reused while it is valid and issued anew otherwise.
+    Exit code 1 with one sentence on stderr when nothing runs for this data directory.
+    """
+    home = settings.home.expanduser()
+    state = read_state(home)
+    running = state is not None and psutil.pid_exists(state.supervisor_pid) and not _is_zombie(state.supervisor_pid)
+    if state is not None and running and not (state.ready and state.edge_url):
+        print("echo-memory line: Echo Memory is still starting; try again in a few seconds", file=sys.stderr)
+        return 1
+    if state is None or not running or not state.edge_url:
+        print(f"echo-memory line: Echo Memory is not running for {home}; start it with `echo-memory up` "
+              "(or `echo-memory up --detach`)", file=sys.stderr)
+        return 1
+    if state.edge_moved_from is not None:
+        print(f"echo-memory: the MCP edge's remembered port {state.edge_moved_from} was in use at start; "
+              "this line holds until the next start")
+    return _print_client_line(settings, state.edge_url)
 
 
 def status(settings: Settings) -> int:

@@ -179,14 +179,17 @@ def holds_token(text: str | None) -> bool:
     return text is not None and _TOKEN_RE.search(text) is not None
 
 
-def apply_changes(changes: list[FileChange], backup_dir: Path | None = None, project: Path | None = None) -> list[Path]:
+def apply_changes(changes: list[FileChange], backup_dir: Path | None = None, project: Path | None = None,
+                  *, mask_backups: bool = False) -> list[Path]:
     """Write every changed file atomically, keeping a backup of each existing one.
 
     The backup holds the file as it was just before this write: `<name>.echo-memory.bak` next to it,
     except for files inside `project` (a repository: its history is the backup, and a stray file
     would get committed), whose backups go under `backup_dir` by their path in the project.
     A file whose `after` is None is removed (after its backup). Any file that holds a token after
-    the write, or whose backup does, is made 0600. Returns the backups written.
+    the write, or whose backup does, is made 0600. With `mask_backups` (uninstall), every Echo Memory
+    token in a backup is cut to its prefix: removing a client must not leave its secret behind.
+    Returns the backups written.
     """
     backups: list[Path] = []
     for change in changes:
@@ -197,7 +200,8 @@ def apply_changes(changes: list[FileChange], backup_dir: Path | None = None, pro
             raise ConfigError(f"{change.path} changed while we were working; run again — nothing was written to it")
         if current is not None:
             backup = _backup_path(change.path, backup_dir, project)
-            _atomic_write(backup, current, _mode(change.path, current))
+            saved = mask_tokens(current) if mask_backups else current
+            _atomic_write(backup, saved, _mode(change.path, saved))
             backups.append(backup)
         if change.after is None:
             change.path.unlink(missing_ok=True)

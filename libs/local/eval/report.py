@@ -1,4 +1,4 @@
-"""Plain-text tables of `echo-memory eval` reports (the JSON is printed with --json)."""
+"""Plain-text tables of `echo-memory eval` and `eval-external` reports (the JSON is printed with --json)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,65 @@ def render_sweep(report: dict[str, Any]) -> str:
 
 def _ci(pair: list[float] | None) -> str:
     return f"{pair[0]:.2f}-{pair[1]:.2f}" if pair else ""
+
+
+def render_external(report: dict[str, Any]) -> str:
+    """An `eval-external` report as tables: one row per group (overall, per category or type, the BM25
+    baseline beside the system), each metric a column, the 95% intervals under the rows that have them,
+    then the paired leads over BM25 and the latency. `--json` prints the whole report instead."""
+    rows: list[tuple[str, dict[str, Any]]] = []
+    leads: list[tuple[str, dict[str, Any]]] = []
+    _collect(report, [], rows, leads)
+    scalars = [f"{key} {value}" for key, value in report.items()
+               if key != "dataset" and isinstance(value, int | str) and not isinstance(value, bool)]
+    lines = [f"{report.get('dataset', 'benchmark')}: {', '.join(scalars)}"]
+    metrics = list(dict.fromkeys(key for _, row in rows for key, value in row.items()
+                                 if key != "n" and not key.endswith("_ci95") and isinstance(value, int | float)))
+    if rows:
+        table: list[tuple[str, list[str]]] = [("", [*metrics, "n"])]
+        for label, row in rows:
+            table.append((label, [_figure(row.get(m)) for m in metrics] + [str(row.get("n", ""))]))
+            if any(f"{m}_ci95" in row for m in metrics):
+                table.append(("  95% CI", [_interval(row.get(f"{m}_ci95")) for m in metrics] + [""]))
+        width = max(len(label) for label, _ in table) + 2
+        columns = [max(len(cells[i]) for _, cells in table) + 2 for i in range(len(metrics) + 1)]
+        lines.append("")
+        lines += [(f"{label:<{width}}" + "".join(f"{cell:>{columns[i]}}" for i, cell in enumerate(cells))).rstrip()
+                  for label, cells in table]
+    if leads:
+        lines += ["", "lead over BM25 (mean paired difference, system minus BM25, with its 95% interval):"]
+        lines += [f"  {label:<16} {lead['mean']:+.4f}  (95% CI {_interval(lead.get('ci95'))})" for label, lead in leads]
+    latency = report.get("latency_ms")
+    if isinstance(latency, dict) and "p50" in latency:
+        lines += ["", f"query latency over the bus: p50 {latency['p50']} ms, p95 {latency['p95']} ms"]
+    lines += ["", "(--json prints the whole report, every question's scores included)"]
+    return "\n".join(lines)
+
+
+def _collect(node: dict[str, Any], path: list[str], rows: list[tuple[str, dict[str, Any]]],
+             leads: list[tuple[str, dict[str, Any]]]) -> None:
+    """Every summary (a dict with `n`) and every lead (`mean` and `ci95`) below `node`, labelled by path."""
+    for key, value in node.items():
+        if key in ("per_question", "latency_ms") or not isinstance(value, dict):
+            continue
+        # "by_category" and "by_type" only group; the group's own name labels the row.
+        label = [*path, key] if not key.startswith("by_") else path
+        if "n" in value:
+            rows.append((" ".join(label), value))
+        elif set(value) == {"mean", "ci95"}:
+            leads.append((" ".join(p.removeprefix("lead_") for p in label if p != "lead_over_bm25"), value))
+        else:
+            _collect(value, label, rows, leads)
+
+
+def _figure(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return ""
+    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.4f}"
+
+
+def _interval(pair: list[float] | None) -> str:
+    """A 95% interval, two decimals (none past 10): narrow enough to sit under its column."""
+    if not pair:
+        return ""
+    return "..".join(f"{v:.0f}" if abs(v) >= 10 else f"{v:.2f}" for v in pair)

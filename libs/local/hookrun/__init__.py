@@ -17,6 +17,7 @@ from typing import Any
 
 from echo_memory.libs.local.hookrun import paths
 from echo_memory.libs.local.hookrun.events import CLIENT_NAMES, context_output, parse, shape_of
+from echo_memory.libs.local.private_files import open_private_text
 
 DEADLINE_SECONDS = 2.0  # the whole recall round trip; the agent proceeds without memory after it
 USAGE = "usage: echo-memory hook recall|capture --client " + "|".join(CLIENT_NAMES)
@@ -28,7 +29,7 @@ def _log(client: str, what: str) -> None:
     try:
         path = paths.log_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
+        with open_private_text(path, "a") as handle:  # the log names sessions and stored episodes
             handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {os.getpid()} {client}: {what}\n")
     except OSError:
         pass  # nowhere left to report to; the agent must still proceed

@@ -19,6 +19,7 @@ from pathlib import Path
 from echo_memory.libs.local.hookrun import paths
 from echo_memory.libs.local.hookrun.events import HookInput
 from echo_memory.libs.local.hookrun.turns import take_prompt, write_private
+from echo_memory.libs.local.private_files import open_private_append
 
 
 def echo_memory_argv() -> list[str]:
@@ -31,7 +32,7 @@ def echo_memory_argv() -> list[str]:
 
 def _spawn(argv: list[str]) -> None:
     paths.log_path().parent.mkdir(parents=True, exist_ok=True)
-    log = open(paths.log_path(), "ab")  # noqa: SIM115 - handed to the child, closed here after the fork
+    log = open_private_append(paths.log_path())  # handed to the child, closed here after the fork
     try:
         subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                          close_fds=True)

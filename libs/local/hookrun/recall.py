@@ -3,6 +3,8 @@
 Skips trivial and meta prompts, drops what the current session itself wrote (the agent has it in
 context already), keeps facts of this project or of none, and renders them with the same framing
 as query_memory (libs/core/contracts/framing.py), followed by the user's request marked as such.
+A session's start (no prompt) gets the brief: what memory's digests say, this project first; before
+the first consolidation, when there are no digests, the newest facts instead.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from echo_memory.libs.core.contracts.framing import render_recall, strip_delimiters
 from echo_memory.libs.local.hookrun.events import HookInput
-from echo_memory.libs.local.hookrun.mcp_http import McpSession
+from echo_memory.libs.local.hookrun.mcp_http import McpError, McpSession
 
 ASKED = 20  # results asked for, before the session and project filters
 KEPT = 8  # results shown at most
@@ -96,12 +98,34 @@ def context_text(result: dict[str, Any], prompt: str | None) -> str | None:
     return "\n".join(parts)
 
 
+BRIEF_TOKENS = 1200  # the session-start brief's budget, within the clients' context caps
+
+
+def brief_text(answer: dict[str, Any]) -> str | None:
+    """The framed brief of a `brief` tool answer, or None when it holds no digest."""
+    structured = answer.get("structuredContent")
+    if not isinstance(structured, dict) or not structured.get("items"):
+        return None
+    text = structured.get("text")
+    return text if isinstance(text, str) and text else None
+
+
 def recall(hook: HookInput, url: str, token: str, deadline: float) -> str | None:
     """The context text for this prompt, or None (nothing relevant); raises McpError on failure."""
     project = git_root(hook.cwd)
     session = McpSession(url, token, deadline)
     try:
         session.open()
+        if hook.prompt is None:
+            args: dict[str, Any] = {"max_tokens": BRIEF_TOKENS}
+            if project:
+                args["project"] = Path(project).name
+            try:
+                brief = brief_text(session.call_tool("brief", args))
+            except McpError:  # an edge older than the brief: the newest facts, as before
+                brief = None
+            if brief is not None:
+                return brief
         answer = session.call_tool("query_memory", query_args(hook))
     finally:
         session.close()

@@ -8,6 +8,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from echo_memory.libs.local.private_files import make_private
 from echo_memory.libs.local.supervisor.ports import wait_for_port
 
 
@@ -53,6 +54,7 @@ class NatsServer:
     def launch(self) -> None:
         """Start nats-server without waiting; `exit_code()` then tells whether it still runs."""
         self.base.mkdir(parents=True, exist_ok=True)
+        make_private(self.base / "nats.log")  # nats-server appends to the file as it finds it
         if self.config is not None:
             arguments = ["-c", str(self.config)]
         else:

@@ -27,6 +27,8 @@ import psutil
 import contextlib
 from types import ModuleType
 
+from echo_memory.libs.local.private_files import open_private_append
+
 DATABASE = "echo_memory"
 SUPERUSER = "postgres"
 
@@ -103,7 +105,7 @@ class EmbeddedPostgres:
         if not self.durable:
             options += ["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"]
         self._close_log()
-        self._log_handle = open(self.log, "ab")  # noqa: SIM115 - the postmaster writes to it while it runs
+        self._log_handle = open_private_append(self.log)  # the postmaster writes to it while it runs
         _, bin_path = _embedded()
         self.process = subprocess.Popen(
             [str(bin_path / "postgres"), "-D", str(self.data), *options],

@@ -35,6 +35,9 @@ class State(BaseModel):
     nats_url: str | None = None
     edge_url: str | None = None
     pg_port: int | None = None
+    # What this start moved and the user must hear: `up --detach` prints these from here.
+    notices: list[str] = Field(default_factory=list)
+    edge_moved_from: int | None = None  # the remembered edge port that was taken at this start
     components: dict[str, Component] = Field(default_factory=dict)
 
 

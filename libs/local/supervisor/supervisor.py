@@ -115,6 +115,8 @@ class Supervisor:
         self.state: State | None = None
         self._stopping = False
         self._lock: IO[str] | None = None
+        self._notices: list[str] = []
+        self._edge_moved_from: int | None = None
 
     # -- start ---------------------------------------------------------------------------------
     def start(self) -> State:
@@ -140,7 +142,8 @@ class Supervisor:
     def _choose_ports(self) -> tuple[int, int, int]:
         """Edge, Postgres and NATS ports: configured, else last run's while free, else free ones.
 
-        A free port picked for one component never takes another's remembered port.
+        A free port picked for one component never takes another's remembered port. A remembered
+        port that was taken stays remembered, so the next start returns to it once it is free.
         """
         wanted = (
             ("the MCP edge", self.settings.edge_port, "ECHO_MEMORY_EDGE_PORT", EDGE_PORT_FILE),
@@ -154,11 +157,15 @@ class Supervisor:
             others = {port for name, port in remembered.items() if name != file and port is not None}
             port = choose_port(configured, what, variable, previous, avoid=frozenset(others | set(chosen)))
             if previous is not None and port != previous and configured == 0:
-                self._say(f"port {previous} of the last run is in use: {_moved(what, port)}")
+                notice = f"port {previous} of the last run is in use: {_moved(what, port, previous)}"
+                self._notices.append(notice)
+                self._say(notice)
+                if file == EDGE_PORT_FILE:
+                    self._edge_moved_from = previous
+            else:
+                (self.home / file).parent.mkdir(parents=True, exist_ok=True)
+                (self.home / file).write_text(f"{port}\n")
             chosen.append(port)
-        self.home.mkdir(parents=True, exist_ok=True)
-        for (_, _, _, file), port in zip(wanted, chosen, strict=True):
-            (self.home / file).write_text(f"{port}\n")
         edge_port, pg_port, nats_port = chosen
         return edge_port, pg_port, nats_port
 
@@ -167,7 +174,8 @@ class Supervisor:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         self.state = State(
             supervisor_pid=os.getpid(), home=str(self.home), org=self.settings.org,
-            started_at=datetime.now(tz=UTC), pg_port=pg_port,
+            started_at=datetime.now(tz=UTC), pg_port=pg_port, notices=self._notices,
+            edge_moved_from=self._edge_moved_from,
         )
         self._say(f"data directory {self.home}")
         self.pg = EmbeddedPostgres(self.home / "postgres", pg_port, durable=self.durable)
@@ -349,10 +357,11 @@ class Supervisor:
         print(f"echo-memory: {message}", flush=True)
 
 
-def _moved(what: str, port: int) -> str:
+def _moved(what: str, port: int, previous: int) -> str:
     if what == "NATS":
         return (f"NATS moves to {port}; running `echo-memory mcp` sessions follow it, other clients given "
                 "the old NATS URL need the new one")
     if what == "Postgres":
         return f"Postgres moves to {port}"
-    return f"{what} moves to {port}; update clients that were given the old address"
+    return (f"{what} moves to {port} for this run; clients given the old address need the new client line "
+            f"(`echo-memory line`) until the next start, which returns to {previous} once it is free")

@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
+from echo_memory.libs.local.private_files import open_private_append
+
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
 HEALTHY_AFTER = 60.0
@@ -47,7 +49,7 @@ class ServiceProcess:
 
     def launch(self) -> None:
         if self._log is None:
-            self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for every run of the child
+            self._log = open_private_append(self.log_path)  # kept open for every run of the child
         self._log.write(f"--- start {datetime.now(tz=UTC).isoformat()}\n".encode())
         self._log.flush()
         self.log_offset = self._log.tell()

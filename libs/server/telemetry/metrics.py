@@ -95,6 +95,9 @@ class ServiceMetrics:
         self.channel_results = Counter(
             "echo_recall_channel_results", "Returned items each retrieval channel found (an item may count for "
             "several).", ["channel"], registry=r)
+        self.consolidation = Counter(
+            "echo_consolidation", "What consolidation runs did, by outcome: placed, promoted, demoted, unchanged, "
+            "digests_built, digests_ended, digests_unchanged, failed, skipped.", ["outcome"], registry=r)
         for verb in verbs or []:  # present from the start: a dashboard reads 0 rather than nothing
             self.in_flight.labels(service, verb)
         if pool_stats is not None:

@@ -26,6 +26,22 @@ const state = {
 
 const $ = (id) => document.getElementById(id);
 
+// `echo-memory dashboard --out` inlines the verbs' answers in #snapshot: the page then reads them, never a server.
+const SNAPSHOT = (() => {
+  const node = document.getElementById('snapshot');
+  return node ? JSON.parse(node.textContent) : null;
+})();
+
+function fromSnapshot(path, extra) {
+  const own = (table, key) => (table && Object.prototype.hasOwnProperty.call(table, key) ? table[key] : null);
+  let body = null;
+  if (path === '/api/graph') body = extra && extra.cluster ? own(SNAPSHOT.clusters, extra.cluster) : SNAPSHOT.graph;
+  else if (path.startsWith('/api/entity/')) body = own(SNAPSHOT.entities, decodeURIComponent(path.slice('/api/entity/'.length)));
+  else if (path === '/api/recall-cost') body = SNAPSHOT.recall_cost;
+  if (!body) throw new Error('not in this snapshot; ' + SNAPSHOT.live_hint);
+  return body;
+}
+
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -56,6 +72,7 @@ function query(extra) {
 }
 
 async function api(path, extra) {
+  if (SNAPSHOT) return fromSnapshot(path, extra);
   const q = query(extra);
   const response = await fetch(path + (q ? '?' + q : ''), { credentials: 'same-origin' });
   const body = await response.json();
@@ -409,6 +426,10 @@ async function loadRecallCost() {
 
 async function loadHealth() {
   const box = $('health');
+  if (SNAPSHOT) {
+    box.replaceChildren(el('h2', null, 'Health'), el('p', 'hint', 'not in this snapshot; ' + SNAPSHOT.live_hint));
+    return;
+  }
   try {
     const params = (state.filters.scope || []).length === 1 ? { scope: state.filters.scope[0] } : {};
     const r = await fetch('/api/health?' + new URLSearchParams(params), { credentials: 'same-origin' }).then((x) => x.json());
@@ -435,6 +456,7 @@ async function loadHealth() {
 }
 
 async function search(text) {
+  if (SNAPSHOT) throw new Error('search is not in this snapshot; ' + SNAPSHOT.live_hint);
   const extra = { q: text };
   const params = new URLSearchParams(query(extra));
   for (const k of ['agent', 'project', 'since', 'until']) params.delete(k); // query_memory filters by scope and time only
@@ -567,6 +589,11 @@ async function boot() {
   } catch (err) {
     status(err.message, true);
     return;
+  }
+  if (SNAPSHOT) {
+    // Its filters are the ones it was taken with: a snapshot cannot ask for other data.
+    for (const c of document.querySelectorAll('#left input, #left select, #left button')) c.disabled = true;
+    status(`snapshot taken ${t(SNAPSHOT.taken_at)}, as of ${t(SNAPSHOT.graph.as_of)}`);
   }
   loadRecallCost();
   loadHealth();

@@ -1,0 +1,164 @@
+"""`echo-memory consolidate [--scope S] [--dry-run]`, `consolidate log`, `consolidate undo RUN`, `brief`.
+
+Consolidation places every fact in a tier (hot, consolidated, archived) and builds entity digests;
+it never edits or deletes a fact (docs/consolidation.md). Each command is one bus request to the
+consolidation service, as the org's admin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.contracts.consolidation import (
+    BriefResult,
+    ConsolidateLogResult,
+    ConsolidateResult,
+    ConsolidateUndoResult,
+    TierCounts,
+)
+from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.cli.connection import admin_call
+from echo_memory.libs.server import eventloop
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("consolidate", help="place facts in tiers and build entity digests (never deletes)")
+    parser.add_argument("--scope", help="one scope (default: every scope)")
+    parser.add_argument("--dry-run", action="store_true", help="say what would move and be built, change nothing")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=consolidate)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    log = actions.add_parser("log", help="what each run placed, promoted, demoted and built, newest first")
+    log.add_argument("--scope", help="only this scope's runs")
+    log.add_argument("--limit", type=int, default=20, help="at most this many runs (1-500)")
+    log.add_argument("--json", action="store_true", help="print the runs as JSON")
+    log.set_defaults(func=consolidate_log)
+    undo = actions.add_parser("undo", help="put back the tier moves and digest versions of one run")
+    undo.add_argument("run_id", metavar="RUN", help="a run id from `echo-memory consolidate log`")
+    undo.set_defaults(func=consolidate_undo)
+
+    brief = sub.add_parser("brief", help="what memory knows, from its digests, within a token budget")
+    brief.add_argument("--project", help="favour facts written in this project")
+    brief.add_argument("--scope", action="append", help="brief from this scope (repeatable; default: every scope)")
+    brief.add_argument("--max-tokens", type=int, default=600, help="budget for the brief's text (50-8000)")
+    brief.add_argument("--json", action="store_true", help="print the result as JSON")
+    brief.set_defaults(func=print_brief)
+    register_benchmark(sub)
+
+
+def _call(settings: Settings, verb: str, args: dict[str, Any], command: str) -> dict[str, Any] | None:
+    try:
+        return eventloop.run(admin_call(settings, "consolidation", verb, args), use_uvloop=settings.uvloop)
+    except EchoError as exc:
+        print(f"echo-memory {command}: {exc.code}: {exc.message}", file=sys.stderr)
+        return None
+
+
+def _counts_line(c: TierCounts) -> str:
+    return (f"hot {c.hot}, consolidated {c.consolidated}, archived {c.archived}; "
+            f"{c.promoted} promoted, {c.demoted} demoted, {c.unchanged} unchanged, {c.placed} placed for the first time; "
+            f"digests: {c.digests_built} built, {c.digests_unchanged} unchanged, {c.digests_ended} ended; "
+            f"{c.skipped} skipped, {c.failed} failed")
+
+
+def consolidate(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints one line per scope run (or the JSON); exit 1 with one line on stderr when refused or down."""
+    raw = _call(settings, "consolidate", {"scope": args.scope, "dry_run": args.dry_run}, "consolidate")
+    if raw is None:
+        return 1
+    result = ConsolidateResult.model_validate(raw)
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        return 0
+    if not result.runs:
+        print("no scopes to consolidate")
+    for run in result.runs:
+        label = "dry run" if result.dry_run else f"run {run.run_id}"
+        print(f"{run.scope}: {label} (policy v{run.policy_version}): {_counts_line(run.counts)}")
+    if result.dry_run:
+        print("nothing was changed; run again without --dry-run to apply")
+    return 0
+
+
+def consolidate_log(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints the newest runs, or `no consolidation runs yet`."""
+    raw = _call(settings, "consolidate_log", {"scope": args.scope, "limit": args.limit}, "consolidate log")
+    if raw is None:
+        return 1
+    result = ConsolidateLogResult.model_validate(raw)
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        return 0
+    if not result.runs:
+        print("no consolidation runs yet")
+    for run in result.runs:
+        undone = f", undone {run.undone_at:%Y-%m-%d %H:%M}" if run.undone_at else ""
+        print(f"{run.run_id}  {run.started_at:%Y-%m-%d %H:%M:%S}  {run.scope}  by {run.actor}{undone}\n"
+              f"    {_counts_line(run.counts)}")
+    return 0
+
+
+def consolidate_undo(settings: Settings, args: argparse.Namespace) -> int:
+    raw = _call(settings, "consolidate_undo", {"run_id": args.run_id}, "consolidate undo")
+    if raw is None:
+        return 1
+    result = ConsolidateUndoResult.model_validate(raw)
+    print(f"run {result.run_id} undone: {result.reverted} facts back in their earlier tier, {result.skipped} left "
+          f"where a later run put them; {result.digests_reverted} digest versions ended, "
+          f"{result.digests_reopened} reopened")
+    return 0
+
+
+def print_brief(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints the framed brief (or a note saying why it is empty)."""
+    payload: dict[str, Any] = {"project": args.project, "max_tokens": args.max_tokens}
+    if args.scope:
+        payload["scope"] = args.scope
+    raw = _call(settings, "brief", payload, "brief")
+    if raw is None:
+        return 1
+    result = BriefResult.model_validate(raw)
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        return 0
+    if result.note and not result.items:
+        print(result.note)
+        return 0
+    print(result.text)
+    return 0
+
+
+def register_benchmark(sub: Any) -> None:
+    parser = sub.add_parser("benchmark-tiers",
+                            help="recall and cost of a consolidated search against a flat one, in a throw-away system")
+    parser.add_argument("--agent-facts", required=True, metavar="PATH",
+                        help="the agent-facts JSON file (its facts are planted old and never read)")
+    parser.add_argument("--sizes", default="10000", help="distractor counts, comma-separated (e.g. 10000,100000)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=benchmark_tiers)
+
+
+def benchmark_tiers(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints each size's three arms and invariants; exit 2 for a bad path or size list."""
+    from pathlib import Path
+
+    from echo_memory.libs.local.eval import tier_bench
+
+    if not Path(args.agent_facts).is_file():
+        print(f"echo-memory benchmark-tiers: {args.agent_facts} is not a file", file=sys.stderr)
+        return 2
+    try:
+        sizes = [int(part) for part in args.sizes.split(",") if part.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes or any(size < 0 for size in sizes):
+        print(f"echo-memory benchmark-tiers: --sizes wants whole numbers ≥ 0, got {args.sizes!r}", file=sys.stderr)
+        return 2
+    report = eventloop.run(tier_bench.run(args.agent_facts, sizes, show=not args.json), use_uvloop=settings.uvloop)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 0

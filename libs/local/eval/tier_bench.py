@@ -1,0 +1,246 @@
+"""`echo-memory benchmark-tiers`: does consolidation keep recall while it bounds what a search reads?
+
+In a throw-away system: the agent-facts set is written through the real write path and then made
+old and never read (the facts an organisation forgets it has), inside synthetic distractors loaded
+by COPY (libs/local/eval/bulk.py) whose ages spread over a year, a tenth of them ended versions,
+and whose recent facts were read (the read log favours what is recent). At each size it measures
+three arms on the same queries:
+
+- flat: exact cosine over every visible fact of the scope (the ceiling a vector search can reach);
+- all: `query_memory` as it ranks by default (`tier: "all"`);
+- hot: `query_memory` with `tier: "hot"` after `consolidate` (hot facts plus the nearest digests).
+
+It reports hit@10, recall@10 and MRR@10 with bootstrap intervals, the gold facts' tiers and how
+many were reached through a digest, latency and this process's CPU per query (the services run
+in-process; Postgres's CPU is not split out), tokens per recall, the cost of the consolidation
+run, and the invariants that must hold at 100%: the facts' content unchanged by the run, `as_of`
+answers for a past instant unchanged, a rebuild giving identical digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+
+from echo_memory.libs.local.eval import agent_facts, synthetic
+from echo_memory.libs.local.eval.bulk import copy_facts
+from echo_memory.libs.local.eval.metrics import hit_at, percentile, recall_at, reciprocal_rank, returned_tokens
+from echo_memory.libs.local.eval.runner import new_scope, progress, summary, write_agent_facts
+from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
+from echo_memory.libs.server.embed import MiniLM
+
+GOLD_AGE_DAYS = 300
+ENDED_SHARE = 10  # one distractor in ten is an ended version
+AS_OF_QUERIES = 10
+
+CONTENT_HASH = """
+SELECT md5(string_agg(concat_ws('|', id, source_entity, target_entity, relation, text, t_valid, t_invalid,
+       supersedes, written_at, embedding::text), E'\\n' ORDER BY id)) FROM facts WHERE scope_id = %(scope_id)s
+"""
+SCOPE_ID = "SELECT id FROM scopes WHERE name = %(name)s"
+AGE_GOLD = """
+UPDATE facts SET written_at = now() - make_interval(days => %(days)s), t_valid = now() - make_interval(days => %(days)s)
+WHERE scope_id = %(scope_id)s AND id = ANY(%(ids)s::uuid[])
+"""
+# Distractors not yet shaped: ages spread over a year by a hash of the id (the same store always gets
+# the same history), every ENDED_SHARE-th one an ended version, and the newest ones read once.
+SHAPE_HISTORY = """
+WITH fresh AS (
+    SELECT id, ('x' || substr(md5(id::text), 1, 8))::bit(32)::int & 2147483647 AS h
+    FROM facts WHERE scope_id = %(scope_id)s AND agent_id = 'benchmark-bulk' AND written_at > now() - interval '1 hour'
+)
+UPDATE facts f SET written_at = now() - make_interval(days => fresh.h %% 365),
+                   t_valid = now() - make_interval(days => fresh.h %% 365),
+                   t_invalid = CASE WHEN fresh.h %% %(ended)s = 0 THEN now() - make_interval(days => (fresh.h %% 365) / 2)
+                               END
+FROM fresh WHERE f.id = fresh.id
+"""
+LOG_READS = """
+WITH r AS (
+    INSERT INTO reads (agent_id, query, scopes, tokens, created_at)
+    VALUES ('benchmark-reader', 'recent work', ARRAY[%(scope)s], 0, now() - interval '1 day') RETURNING id
+)
+INSERT INTO read_results (read_id, item_id, item_kind, rank, score)
+SELECT r.id, f.id, 'fact', row_number() OVER (ORDER BY f.written_at DESC, f.id), 0.5
+FROM r, (SELECT id, written_at FROM facts
+         WHERE scope_id = %(scope_id)s AND agent_id = 'benchmark-bulk' AND written_at > now() - interval '14 days'
+           AND t_invalid IS NULL
+         ORDER BY written_at DESC, id LIMIT %(reads)s) f
+"""
+BACKDATE_OWN_READS = "UPDATE reads SET created_at = now() - interval '400 days' WHERE agent_id = 'admin'"
+FLAT_TOP = """
+SELECT id::text FROM facts
+WHERE scope_id = %(scope_id)s AND t_valid <= now() AND (t_invalid IS NULL OR t_invalid > now())
+ORDER BY (embedding <=> %(embedding)s) + 0, id
+LIMIT 10
+"""
+GOLD_TIERS = "SELECT id::text, tier FROM facts WHERE id = ANY(%(ids)s::uuid[])"
+DIGESTS = """
+SELECT subject_id::text, member_hash, summary, embedding::text FROM digests
+WHERE scope_id = %(scope_id)s AND valid_to IS NULL ORDER BY subject_id
+"""
+
+
+def _digest(rows: list[Any]) -> str:
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+async def run(path: str | Path, sizes: list[int], *, show: bool = False) -> dict[str, Any]:
+    """The report: one row per size (each a larger store: distractors are added, never replaced)."""
+    data = agent_facts.load(path)
+    embedder = MiniLM()
+    rows: list[dict[str, Any]] = []
+    async with throwaway_stack(embedder) as stack:
+        call = stack_call(stack)
+        scope = await new_scope(call, "tiers")
+        by_id = await write_agent_facts(call, scope, data, show)
+        async with await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True) as conn:
+            scope_id = (await (await conn.execute(SCOPE_ID, {"name": scope})).fetchone())[0]  # type: ignore[index]
+            await conn.execute(AGE_GOLD, {"scope_id": scope_id, "ids": list(by_id), "days": GOLD_AGE_DAYS})
+        source = synthetic.FactSource()
+        stored = 0
+        for size in sorted(sizes):
+            stored += await copy_facts(stack.database_url, scope, source, max(0, size - stored), embedder,
+                                       progress=_progress(size) if show else None)
+            rows.append(await _measure(call, stack.database_url, scope, data, by_id, embedder, stored, show))
+    return {"dataset": "agent-facts", "gold_facts": len(data.facts), "queries": len(data.queries),
+            "gold_age_days": GOLD_AGE_DAYS, "rows": rows}
+
+
+def _progress(size: int) -> Callable[[int], None]:
+    def show(done: int) -> None:
+        progress(f"distractors to {size}", done, size)
+
+    return show
+
+
+async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.AgentFacts, by_id: dict[str, str],
+                   embedder: MiniLM, distractors: int, show: bool) -> dict[str, Any]:
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await register_vector_async(conn)
+        scope_id = (await (await conn.execute(SCOPE_ID, {"name": scope})).fetchone())[0]  # type: ignore[index]
+        await conn.execute(SHAPE_HISTORY, {"scope_id": scope_id, "ended": ENDED_SHARE})
+        await conn.execute(LOG_READS, {"scope_id": scope_id, "scope": scope, "reads": max(10, distractors // 50)})
+        await conn.execute("VACUUM ANALYZE facts")
+        content_before = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
+        past = await _as_of_answers(call, scope, data)
+        flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
+        every = await _arm(call, scope, data, by_id, "all")
+        # The benchmark's own queries are in the read log too; dated a year back, they are not the
+        # activity that keeps a fact hot, so the gold facts stay never read as far as the policy sees.
+        await conn.execute(BACKDATE_OWN_READS)
+        cpu, started = time.process_time(), time.perf_counter()
+        result = await call("consolidation", "consolidate", {"scope": scope})
+        cost = {"wall_s": round(time.perf_counter() - started, 2), "process_cpu_s": round(time.process_time() - cpu, 2),
+                "counts": result["runs"][0]["counts"]}
+        run_id = result["runs"][0]["run_id"]
+        hot = await _arm(call, scope, data, by_id, "hot")
+        content_after = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
+        tiers: dict[str, str] = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
+        digests_before = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
+        await call("consolidation", "consolidate_undo", {"run_id": run_id})
+        await call("consolidation", "consolidate", {"scope": scope})
+        digests_rebuilt = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
+    past_after = await _as_of_answers(call, scope, data)
+    gold_tiers: dict[str, int] = {}
+    for tier in tiers.values():
+        gold_tiers[tier] = gold_tiers.get(tier, 0) + 1
+    row = {
+        "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers,
+        "arms": {"flat": _scores([(ids, [], 0.0, 0, 0.0) for ids in flat], data),
+                 "all": _scores(every, data), "hot": _scores(hot, data)},
+        "hot_by_gold_tier": _by_tier(hot, data, by_id, tiers),
+        "invariants": {"content_unchanged": content_before == content_after, "as_of_unchanged": past == past_after,
+                       "rebuild_identical": digests_before == digests_rebuilt},
+    }
+    if show:
+        print(render_row(row), flush=True)
+    return row
+
+
+async def _flat(conn: psycopg.AsyncConnection, scope_id: Any, embedder: MiniLM, text: str,
+                by_id: dict[str, str]) -> list[str]:
+    vector = embedder.embed_one(text)
+    rows = await (await conn.execute(FLAT_TOP, {"scope_id": scope_id, "embedding": vector}, prepare=False)).fetchall()
+    return [by_id.get(r[0], "?") for r in rows]
+
+
+Answer = tuple[list[str], list[list[str]], float, int, float]  # ranked ids, matched, ms, tokens, cpu ms
+
+
+async def _arm(call: Any, scope: str, data: agent_facts.AgentFacts, by_id: dict[str, str], tier: str) -> list[Answer]:
+    out: list[Answer] = []
+    for _, text, _, _ in data.queries:
+        cpu, started = time.process_time(), time.perf_counter()
+        result = await call("retrieval", "query_memory", {"query": text, "scope": scope, "top_k": 10, "tier": tier,
+                                                          "include_episodes": False})
+        elapsed, cpu_ms = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
+        items = result["results"]
+        out.append(([by_id.get(i["id"], "?") for i in items], [i["matched"] for i in items], elapsed,
+                    int(returned_tokens(items)), cpu_ms))
+    return out
+
+
+async def _as_of_answers(call: Any, scope: str, data: agent_facts.AgentFacts) -> list[list[str]]:
+    """Rankings as of 30 days ago (before any gold fact was read or any run): must not move."""
+    answers = []
+    for _, text, _, _ in data.queries[:AS_OF_QUERIES]:
+        result = await call("retrieval", "query_memory", {"query": text, "scope": scope, "top_k": 10,
+                                                          "as_of": int(time.time()) - 30 * 86400})
+        answers.append([i["id"] for i in result["results"]])
+    return answers
+
+
+def _scores(answers: list[Answer], data: agent_facts.AgentFacts) -> dict[str, Any]:
+    rows = [{"hit10": hit_at(ids, relevant, 10), "recall10": recall_at(ids, relevant, 10),
+             "mrr10": reciprocal_rank(ids, relevant, 10)}
+            for (ids, _, _, _, _), (_, _, relevant, _) in zip(answers, data.queries, strict=True)]
+    out: dict[str, Any] = {"quality": summary(rows)}
+    latencies = [a[2] for a in answers if a[2] > 0]
+    if latencies:
+        out["latency_ms"] = {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)}
+        out["process_cpu_ms_per_query"] = round(sum(a[4] for a in answers) / len(answers), 2)
+        out["tokens_per_recall"] = round(sum(a[3] for a in answers) / len(answers), 1)
+        out["via_digest_results"] = sum(m.count("via_digest") for a in answers for m in a[1])
+    return out
+
+
+def _by_tier(answers: list[Answer], data: agent_facts.AgentFacts, by_id: dict[str, str],
+             tiers: dict[str, str]) -> dict[str, dict[str, float]]:
+    """recall@10 of the hot arm, counted per gold fact by the tier that fact was in."""
+    tier_of = {dataset_id: tiers[fact_id] for fact_id, dataset_id in by_id.items() if fact_id in tiers}
+    found: dict[str, list[float]] = {}
+    for (ids, _, _, _, _), (_, _, relevant, _) in zip(answers, data.queries, strict=True):
+        for gold in relevant:
+            found.setdefault(tier_of.get(gold, "?"), []).append(1.0 if gold in ids[:10] else 0.0)
+    return {tier: {"recall10": round(sum(v) / len(v), 4), "n": len(v)} for tier, v in sorted(found.items())}
+
+
+def render_row(row: dict[str, Any]) -> str:
+    lines = [f"distractors {row['distractors']}: gold tiers {row['gold_tiers']}; consolidation "
+             f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process"]
+    for arm, figures in row["arms"].items():
+        q = figures["quality"]
+        line = (f"  {arm:<5} hit@10 {q['hit10']:.3f} [{q['hit10_ci95'][0]:.3f}, {q['hit10_ci95'][1]:.3f}]"
+                f"  recall@10 {q['recall10']:.3f} [{q['recall10_ci95'][0]:.3f}, {q['recall10_ci95'][1]:.3f}]"
+                f"  MRR@10 {q['mrr10']:.3f}")
+        if "latency_ms" in figures:
+            line += (f"  p50 {figures['latency_ms']['p50']} ms p95 {figures['latency_ms']['p95']} ms"
+                     f"  {figures['process_cpu_ms_per_query']} CPU-ms  {figures['tokens_per_recall']} tokens"
+                     f"  via digest {figures['via_digest_results']}")
+        lines.append(line)
+    lines.append(f"  hot arm recall@10 by gold tier: {row['hot_by_gold_tier']}")
+    lines.append(f"  invariants: {row['invariants']}")
+    return "\n".join(lines)
+
+
+def render(report: dict[str, Any]) -> str:
+    head = (f"agent-facts ({report['gold_facts']} facts, {report['queries']} queries) planted {report['gold_age_days']} "
+            "days old and never read, inside synthetic distractors")
+    return "\n".join([head, *(render_row(row) for row in report["rows"])])

@@ -1,0 +1,59 @@
+"""The session brief: what memory knows about a project, from its entity digests, within a budget."""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg.rows import dict_row
+
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.consolidation import BriefInput, BriefItem, BriefResult
+from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, frame_text
+from echo_memory.libs.server.store import access
+from echo_memory.services.consolidation import queries as q
+
+EMPTY = "no digests yet: run `echo-memory consolidate` (or wait for the next automatic run)"
+
+
+def _project_names(project: str | None) -> list[str]:
+    """The project as given and, for a path, its last part."""
+    if not project:
+        return []
+    last = project.rstrip("/").rsplit("/", 1)[-1]
+    return sorted({project, last} - {""})
+
+
+async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput) -> BriefResult:
+    """The current digests of the scopes the caller may read (or names): those whose facts were written
+    in `project` first, entity digests before topics, then the most recently active; as many as fit
+    in `max_tokens`.
+
+    Raises what scope resolution raises for a scope the caller may not read or that does not exist.
+    """
+    if args.scope is None:
+        scopes = await access.accessible_scopes(conn, caller, "read")
+    else:
+        scopes = await access.resolve_read_scopes(conn, caller, args.scope)
+    scope_ids = [s.id for s in scopes if s.id is not None]
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(q.BRIEF_DIGESTS, {"scope_ids": scope_ids, "projects": _project_names(args.project)})
+        rows = await cur.fetchall()
+    names: dict[str, str] = {s.stored_name: s.name for s in scopes}
+    items: list[BriefItem] = []
+    used = 0
+    for r in rows:
+        if used + r["token_count"] > args.max_tokens:
+            continue  # a smaller digest further down may still fit
+        used += r["token_count"]
+        scope = names.get(r["scope_name"]) or r["scope_name"]
+        items.append(BriefItem(digest_id=r["digest_id"], kind=r["kind"], entity=r["entity"], scope=scope,
+                               summary=r["summary"], facts=r["facts"], tokens=r["token_count"], last_seen=r["last_seen"]))
+    note = None
+    if not rows:
+        note = EMPTY
+    elif not items:
+        note = f"no digest fits in {args.max_tokens} tokens; the smallest takes {min(r['token_count'] for r in rows)}"
+    heading = f"Memory brief: {len(items)} of {len(rows)} digests" + (
+        f", project {args.project} first" if args.project else "")
+    text = frame_text("\n\n".join([heading, *(item.summary for item in items)]))
+    return BriefResult(memory_notice=MEMORY_NOTICE, items=items, text=text, tokens=used,
+                       digests_available=len(rows), note=note)

@@ -1,0 +1,170 @@
+"""SQL of the consolidation service. Every statement names the scope it works in."""
+
+from __future__ import annotations
+
+SCOPES_ALL = "SELECT id::text, name FROM scopes ORDER BY created_at, name"
+SCOPE_BY_NAME = "SELECT id::text, name FROM scopes WHERE name = %(name)s"
+SCOPE_NAME = "SELECT name FROM scopes WHERE id = %(scope_id)s"
+
+# Each fact of the scope with what its tier is decided from: when it was written and ended, its
+# last read (the read log) and save, and whether an entity it touches was read since `hot_since`.
+FACT_ACTIVITY = """
+WITH scope_facts AS (
+    SELECT id, tier, written_at, t_invalid, source_entity, target_entity FROM facts WHERE scope_id = %(scope_id)s
+), read_facts AS (
+    SELECT rr.item_id AS fact_id, max(r.created_at) AS last_read
+    FROM read_results rr JOIN reads r ON r.id = rr.read_id
+    WHERE rr.item_kind = 'fact' AND rr.item_id IN (SELECT id FROM scope_facts)
+    GROUP BY rr.item_id
+), saved AS (
+    SELECT s.fact_id, max(s.created_at) AS last_saved
+    FROM recall_saves s WHERE s.fact_id IN (SELECT id FROM scope_facts)
+    GROUP BY s.fact_id
+), read_entities AS (
+    SELECT DISTINCT v.entity
+    FROM scope_facts f JOIN read_facts rf ON rf.fact_id = f.id,
+         LATERAL (VALUES (f.source_entity), (f.target_entity)) AS v(entity)
+    WHERE rf.last_read >= %(hot_since)s
+)
+SELECT f.id::text AS id, f.tier, f.written_at, f.t_invalid, rf.last_read, sv.last_saved,
+       (f.source_entity IN (SELECT entity FROM read_entities)
+        OR f.target_entity IN (SELECT entity FROM read_entities)) AS entity_read
+FROM scope_facts f
+LEFT JOIN read_facts rf ON rf.fact_id = f.id
+LEFT JOIN saved sv ON sv.fact_id = f.id
+ORDER BY f.id
+"""
+
+LAST_RUN_STARTED = """
+SELECT max(started_at) FROM consolidation_runs WHERE scope_id = %(scope_id)s AND undone_at IS NULL
+"""
+
+INSERT_RUN = """
+INSERT INTO consolidation_runs (scope_id, actor, policy_version) VALUES (%(scope_id)s, %(actor)s, %(policy_version)s)
+RETURNING id::text
+"""
+
+FINISH_RUN = """
+UPDATE consolidation_runs SET finished_at = clock_timestamp(), counts = %(counts)s
+WHERE id = %(run_id)s AND scope_id = %(scope_id)s
+"""
+
+INSERT_MOVES = """
+INSERT INTO tier_moves (run_id, fact_id, from_tier, to_tier, reason)
+SELECT %(run_id)s, m.fact_id, m.from_tier, m.to_tier, m.reason
+FROM unnest(%(fact_ids)s::uuid[], %(from_tiers)s::text[], %(to_tiers)s::text[], %(reasons)s::text[])
+     AS m(fact_id, from_tier, to_tier, reason)
+"""
+
+# Only a fact still in the tier the run read moves: a concurrent run's move is left alone.
+APPLY_MOVES = """
+WITH moved AS (
+    UPDATE facts f SET tier = m.to_tier
+    FROM tier_moves m
+    WHERE m.run_id = %(run_id)s AND m.fact_id = f.id AND f.scope_id = %(scope_id)s AND f.tier = m.from_tier
+    RETURNING f.id
+)
+SELECT count(*) FROM moved
+"""
+
+TIER_TOTALS = "SELECT tier, count(*) FROM facts WHERE scope_id = %(scope_id)s GROUP BY tier"
+
+RUN_LOG = """
+SELECT r.id::text AS run_id, s.name AS scope, r.actor, r.policy_version, r.started_at, r.finished_at,
+       r.undone_at, r.counts
+FROM consolidation_runs r JOIN scopes s ON s.id = r.scope_id
+WHERE (%(scope_id)s::uuid IS NULL OR r.scope_id = %(scope_id)s::uuid)
+ORDER BY r.started_at DESC, r.id
+LIMIT %(limit)s
+"""
+
+RUN_FOR_UNDO = """
+SELECT r.id::text, r.scope_id::text, r.undone_at, r.finished_at FROM consolidation_runs r WHERE r.id = %(run_id)s
+FOR UPDATE
+"""
+
+# A fact goes back only if it is still where this run put it.
+UNDO_MOVES = """
+WITH reverted AS (
+    UPDATE facts f SET tier = m.from_tier
+    FROM tier_moves m
+    WHERE m.run_id = %(run_id)s AND m.fact_id = f.id AND f.scope_id = %(scope_id)s AND f.tier = m.to_tier
+    RETURNING f.id
+)
+SELECT count(*) FROM reverted
+"""
+
+COUNT_MOVES = "SELECT count(*) FROM tier_moves WHERE run_id = %(run_id)s"
+
+MARK_UNDONE = """
+UPDATE consolidation_runs SET undone_at = clock_timestamp() WHERE id = %(run_id)s AND scope_id = %(scope_id)s
+"""
+
+# ---- digests ---------------------------------------------------------------------------------
+
+# The current facts of a scope with what an entity digest is built from.
+CURRENT_FACTS = """
+SELECT f.id::text AS id, f.source_entity::text AS source, f.target_entity::text AS target, f.relation, f.text,
+       f.written_at, f.project, f.session_id AS session, f.supersedes::text AS supersedes, f.embedding
+FROM facts f
+WHERE f.scope_id = %(scope_id)s AND f.t_invalid IS NULL
+ORDER BY f.id
+"""
+
+ENTITY_NAMES = """
+SELECT id::text, name, type FROM entities WHERE scope_id = %(scope_id)s AND id = ANY(%(ids)s::uuid[])
+"""
+
+SUPERSEDED_TEXTS = """
+SELECT id::text, text, t_invalid FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(ids)s::uuid[])
+"""
+
+CURRENT_DIGESTS = """
+SELECT id::text, kind, subject_id::text AS subject_id, version, member_hash, summary
+FROM digests WHERE scope_id = %(scope_id)s AND valid_to IS NULL
+"""
+
+LAST_VERSIONS = """
+SELECT kind, subject_id::text, max(version) FROM digests WHERE scope_id = %(scope_id)s GROUP BY kind, subject_id
+"""
+
+END_DIGEST = """
+UPDATE digests SET valid_to = clock_timestamp(), ended_by_run = %(run_id)s
+WHERE id = %(id)s AND scope_id = %(scope_id)s AND valid_to IS NULL
+"""
+
+INSERT_DIGEST = """
+INSERT INTO digests (scope_id, kind, subject_id, version, member_ids, member_hash, summary, token_count, projects,
+                     first_seen, last_seen, embedding, run_id)
+VALUES (%(scope_id)s, %(kind)s, %(subject_id)s, %(version)s, %(member_ids)s::uuid[], %(member_hash)s, %(summary)s,
+        %(token_count)s, %(projects)s, %(first_seen)s, %(last_seen)s, %(embedding)s, %(run_id)s)
+"""
+
+UNDO_DIGESTS_STARTED = """
+UPDATE digests SET valid_to = clock_timestamp(), ended_by_run = %(run_id)s
+WHERE run_id = %(run_id)s AND scope_id = %(scope_id)s AND valid_to IS NULL
+"""
+
+UNDO_DIGESTS_ENDED = """
+UPDATE digests d SET valid_to = NULL, ended_by_run = NULL
+WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> %(run_id)s
+  AND NOT EXISTS (SELECT 1 FROM digests c WHERE c.scope_id = d.scope_id AND c.kind = d.kind
+                  AND c.subject_id = d.subject_id AND c.valid_to IS NULL)
+"""
+
+# ---- brief -----------------------------------------------------------------------------------
+
+# A digest is in the project when one of its facts was written in it, named as a path or by its
+# last part (agents record either).
+BRIEF_DIGESTS = """
+SELECT d.id::text AS digest_id, d.kind, s.name AS scope_name, e.name AS entity, d.summary, d.token_count,
+       cardinality(d.member_ids) AS facts, d.last_seen,
+       EXISTS (SELECT 1 FROM unnest(d.projects) AS p(name)
+               WHERE p.name = ANY(%(projects)s::text[]) OR regexp_replace(p.name, '^.*/', '') = ANY(%(projects)s::text[]))
+           AS in_project
+FROM digests d
+JOIN scopes s ON s.id = d.scope_id
+LEFT JOIN entities e ON e.id = d.subject_id AND d.kind = 'entity'
+WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
+ORDER BY in_project DESC, d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, e.name, d.id
+"""

@@ -1,0 +1,132 @@
+"""Topic digests: small clusters of facts about one thing, found without a model.
+
+Facts are placed one by one in a stable order (written_at, id). A fact joins the open topic whose
+centre is nearest, but only a topic it shares an entity or a session with, and only when the cosine
+to that centre is at least `topic_threshold`: two look-alike names that share nothing never meet on
+similarity alone. A topic that reaches `topic_cap` facts is closed; the next fact starts another.
+A fact never joins a topic that holds a look-alike of one of its entities (`look_alike`: the
+same name but for a version or a qualifier, or one name the start of the other), so "Billing API
+v1" and "Billing API v2", or "Mercury" and "Mercury Jones", never share a topic even when their
+facts share a third entity. The same facts in the same order always give the same topics.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from echo_memory.libs.core.config.consolidation import ConsolidationSettings
+from echo_memory.libs.server.embed import count_tokens
+
+# A topic's id is derived from its first fact, so a rebuild names it the same.
+TOPIC_NAMESPACE = uuid.UUID("7d0c6f52-3b0e-4f5c-9a55-0c1f1a8e7b21")
+# How many of the topics a key (entity or session) opened are compared with a new fact: the most
+# recent ones, so a hub entity with thousands of topics costs the same as any other.
+RECENT_TOPICS_PER_KEY = 32
+DUPLICATE_SENTENCE = 0.9  # a quoted sentence this close to one already quoted adds nothing
+
+
+_QUALIFIER = re.compile(r"\([^)]*\)|\bv?\d+(\.\d+)*\b|[^\w\s]")
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    """A name's words without versions, numbers, punctuation or a parenthesised qualifier."""
+    return tuple(_QUALIFIER.sub(" ", name.lower()).split())
+
+
+def look_alike(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Two different entities' names that a reader could take for one: equal once versions and
+    qualifiers are gone, or one the start of the other."""
+    if not a or not b:
+        return False
+    shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
+    return longer[: len(shorter)] == shorter
+
+
+@dataclass
+class Topic:
+    members: list[int] = field(default_factory=list)  # indexes into the placed facts
+    total: np.ndarray | None = None
+    entities: dict[str, tuple[str, ...]] = field(default_factory=dict)  # entity id -> name_words
+
+    def admits(self, fact: Placeable) -> bool:
+        """False when the topic holds a look-alike of one of the fact's entities."""
+        return not any(
+            look_alike(words, other)
+            for entity, words in fact.entities for held, other in self.entities.items()
+            if held != entity and held not in dict(fact.entities)
+        )
+
+    def centre(self) -> np.ndarray:
+        assert self.total is not None
+        norm = float(np.linalg.norm(self.total))
+        return self.total / norm if norm > 0 else self.total
+
+
+@dataclass(frozen=True)
+class Placeable:
+    id: str
+    keys: tuple[str, ...]  # entity ids and "session:<id>"
+    vector: np.ndarray  # unit length
+    entities: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (entity id, name_words) of its entities
+
+
+def place(facts: list[Placeable], policy: ConsolidationSettings) -> list[list[int]]:
+    """Indexes of `facts` grouped into topics, in the order the topics were opened."""
+    topics: list[Topic] = []
+    opened_by: dict[str, list[int]] = defaultdict(list)
+    for index, fact in enumerate(facts):
+        candidates = sorted({t for key in fact.keys for t in opened_by[key][-RECENT_TOPICS_PER_KEY:]})
+        best, best_cos = -1, policy.topic_threshold
+        for t in candidates:
+            topic = topics[t]
+            if len(topic.members) >= policy.topic_cap or not topic.admits(fact):
+                continue
+            cos = float(topic.centre() @ fact.vector)
+            if cos >= best_cos and (best < 0 or cos > best_cos):
+                best, best_cos = t, cos
+        if best < 0:
+            topics.append(Topic())
+            best = len(topics) - 1
+        topic = topics[best]
+        topic.members.append(index)
+        topic.total = fact.vector.astype(np.float64) if topic.total is None else topic.total + fact.vector
+        topic.entities.update(fact.entities)
+        for key in fact.keys:
+            if not opened_by[key] or opened_by[key][-1] != best:
+                opened_by[key].append(best)
+    return [t.members for t in topics]
+
+
+def topic_id(first_fact_id: str) -> str:
+    return str(uuid.uuid5(TOPIC_NAMESPACE, first_fact_id))
+
+
+def summary(texts: list[str], vectors: np.ndarray, entity_names: list[str], first_day: str, last_day: str,
+            relations: list[str], policy: ConsolidationSettings) -> str:
+    """Central and diverse member sentences, the entities and relations most named, and the time span."""
+    centre = vectors.mean(axis=0)
+    norm = float(np.linalg.norm(centre))
+    centre = centre / norm if norm > 0 else centre
+    order = sorted(range(len(texts)), key=lambda i: (-float(vectors[i] @ centre), texts[i]))
+    chosen: list[int] = []
+    for i in order:
+        if all(float(vectors[i] @ vectors[j]) < DUPLICATE_SENTENCE for j in chosen):
+            chosen.append(i)
+        if len(chosen) == policy.topic_sentences:
+            break
+    about = ", ".join(name for name, _ in Counter(entity_names).most_common(4))
+    span = first_day if first_day == last_day else f"{first_day} to {last_day}"
+    lines = [f"Topic: {about} ({len(texts)} facts, {span})."]
+    lines += [f"- {texts[i]}" for i in chosen]
+    if len(texts) > len(chosen):
+        top = ", ".join(r for r, _ in Counter(relations).most_common(3))
+        lines.append(f"- and {len(texts) - len(chosen)} more ({top})")
+    return "\n".join(lines)
+
+
+__all__ = ["Placeable", "count_tokens", "look_alike", "name_words", "place", "summary", "topic_id"]

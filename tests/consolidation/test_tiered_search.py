@@ -1,0 +1,57 @@
+"""query_memory `tier: "hot"`: hot facts through every channel, consolidated facts only through the
+digests nearest the query; `all` (the default) and `as_of` see every tier."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.testing.tiers import Handlers
+
+OLD = "The ledger service settles card payouts every night at two."
+NEW = "The ledger service exposes a gRPC API for balances."
+LONE = "The fax gateway converts invoices to PDF before sending."
+
+
+def _caller(handlers: Handlers) -> Caller:
+    return Caller(org=handlers.org, agent_id="claude-code", read_scopes=["shared"], write_scopes=["shared"])
+
+
+def _fact(source: str, target: str, relation: str, text: str) -> dict[str, Any]:
+    return {"source": source, "target": target, "relation": relation, "fact": text, "confidence": "extracted"}
+
+
+async def _query(handlers: Handlers, query: str, **extra: Any) -> list[tuple[str, list[str]]]:
+    result = await handlers.call(_caller(handlers), "retrieval", "query_memory", {"query": query, "top_k": 5, **extra})
+    return [(item["text"], item["matched"]) for item in result["results"]]
+
+
+async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only(handlers: Handlers) -> None:
+    entities = [{"name": n, "type": t} for n, t in [("Ledger service", "service"), ("Payouts", "process"),
+                                                      ("gRPC", "protocol"), ("Postgres", "database"),
+                                                      ("Fax gateway", "service"), ("PDF", "format")]]
+    facts = [_fact("Ledger service", "Payouts", "settles", OLD), _fact("Ledger service", "gRPC", "exposes", NEW),
+             _fact("Ledger service", "Postgres", "stores balances in", "The ledger service stores balances in Postgres."),
+             _fact("Fax gateway", "PDF", "converts to", LONE)]
+    written = await handlers.call(_caller(handlers), "writes", "write_episode",
+                                  {"session_id": "s", "entities": entities, "facts": facts})
+    assert written["stored"] is True
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days' WHERE text IN (%s, %s)",
+                                (OLD, LONE))
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    tiers = dict(await (await handlers.conn.execute("SELECT text, tier FROM facts")).fetchall())
+    assert tiers[OLD] == tiers[LONE] == "consolidated" and tiers[NEW] == "hot"
+
+    hot = await _query(handlers, "when are card payouts settled", tier="hot")
+    found = dict(hot)
+    assert OLD in found and found[OLD] == ["via_digest"]  # through the ledger service's digest, not a channel
+    assert all("via_digest" not in matched or text != NEW for text, matched in hot)
+
+    # The fax gateway has one fact: no entity digest, but a topic of its own, so still reachable.
+    assert dict(await _query(handlers, "fax invoices converted to PDF", tier="hot")).get(LONE) == ["via_digest"]
+    full = dict(await _query(handlers, "fax invoices converted to PDF"))
+    assert LONE in full and "dense" in full[LONE]
+    # Looking into the past searches every tier whatever `tier` says.
+    past = dict(await _query(handlers, "fax invoices converted to PDF", tier="hot", as_of=datetime.now(UTC).isoformat()))
+    assert LONE in past
