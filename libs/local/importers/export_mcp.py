@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from echo_memory.libs.core.contracts.audit import MAX_EXPORT_PAGE
+from echo_memory.libs.core.contracts.audit import MAX_EXPORT_PAGE, EntityRecord, ExportPage, FactRecord
 
 Call = Callable[[str, str, dict[str, Any], float], Awaitable[dict[str, Any]]]
 
@@ -39,26 +39,24 @@ class McpGraph:
     def lose(self, what: str, n: int = 1) -> None:
         self.not_held[what] = self.not_held.get(what, 0) + n
 
-    def add_entity(self, record: dict[str, Any]) -> None:
-        name = str(record["name"])
-        self.names[str(record["id"])] = name
+    def add_entity(self, record: EntityRecord) -> None:
+        name = record.name
+        self.names[record.id] = name
         if name in self.entities:
             self.lose("entities of one name in several scopes (merged into one)")
             return
-        self.entities[name] = {"type": "entity", "name": name, "entityType": record["entity_type"],
-                               "observations": []}
+        self.entities[name] = {"type": "entity", "name": name, "entityType": record.entity_type, "observations": []}
 
-    def add_fact(self, record: dict[str, Any]) -> None:
-        if record["t_invalid"] is not None:
+    def add_fact(self, record: FactRecord) -> None:
+        if record.t_invalid is not None:
             self.lose("ended fact versions (the format holds only what is current)")
             return
         self.lose("validity times of current facts")
         self.lose("provenance of current facts (agent, tool, session, project)")
-        if record["confidence"] != "extracted" or record["causal_hint"]:
+        if record.confidence != "extracted" or record.causal_hint:
             self.lose("confidence other than 'extracted' or a causal hint")
-        source = self.names[str(record["source_entity"])]
-        target = self.names[str(record["target_entity"])]
-        relation, text = str(record["relation"]), str(record["text"])
+        source, target = self.names[record.source_entity], self.names[record.target_entity]
+        relation, text = record.relation, record.text
         if source == target:
             entity = self.entities[source]
             if relation == "is a" and text == f"{source} is a {entity['entityType']}":
@@ -101,16 +99,15 @@ async def export_mcp_memory(call: Call, out: TextIO, *, scope: str | None, timeo
     graph = McpGraph()
     args: dict[str, Any] = {"max_bytes": page_bytes, "limit": MAX_EXPORT_PAGE, **({"scope": scope} if scope else {})}
     while True:
-        page = await call("audit", "export", args, timeout)
-        for record in page["records"]:
-            kind = record["type"]
-            if kind == "entity":
+        page = ExportPage.model_validate(await call("audit", "export", args, timeout))
+        for record in page.records:
+            if isinstance(record, EntityRecord):
                 graph.add_entity(record)
-            elif kind == "fact":
+            elif isinstance(record, FactRecord):
                 graph.add_fact(record)
-            elif kind in OTHER_SECTIONS:
-                graph.lose(OTHER_SECTIONS[kind])
-        cursor = page.get("next_cursor")
+            elif record.type in OTHER_SECTIONS:
+                graph.lose(OTHER_SECTIONS[record.type])
+        cursor = page.next_cursor
         if not cursor:
             break
         args["cursor"] = cursor
