@@ -147,6 +147,8 @@ async def bench(records: int, sources: list[str], history: str, work: Path) -> N
                       f"{records / import_s:>10.1f} {written:>7} {read_kib / 1024:>12.0f} {peak_kib / 1024:>14.0f}"
                       f"  {json.dumps({k: v for k, v in outcomes.items() if v})}", flush=True)
                 shutil.rmtree(home, ignore_errors=True)
+            if history == "none":
+                return
             home = work / "home-history"
             (home / "repo" / ".git").mkdir(parents=True)
             write_history(home, history, records, max(1, records // 250), home / "repo")
@@ -182,7 +184,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated sources")
-    parser.add_argument("--history", default="claude-code", help="agent-history format to compare with")
+    parser.add_argument("--history", default="claude-code", help="agent-history format to compare with (none: skip)")
     parser.add_argument("--read-only", action="store_true", help="only the read pass; start no system")
     args = parser.parse_args()
     sources = [s for s in args.sources.split(",") if s]
