@@ -23,6 +23,7 @@ from echo_memory.services.writes import (
     calibrate,
     distil,
     documents,
+    end_facts,
     forget,
     identity_admin,
     idempotency,
@@ -70,6 +71,7 @@ def routes(ctx: ServiceContext) -> list[Route]:
         Route("entity_merge", on_connection(identity_admin.entity_merge)),
         Route("entity_unmerge", on_connection(identity_admin.entity_unmerge)),
         Route("entity_rename", on_connection(identity_admin.entity_rename)),
+        Route("end_facts", on_connection(end_facts.end_facts), changed),
     ]
 
 

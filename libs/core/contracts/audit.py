@@ -37,6 +37,7 @@ AUDIT_KINDS = (
     "entity_merged",
     "entity_unmerged",
     "entity_renamed",
+    "fact_ended",  # before: the claim whose validity ended without a new version (import --from); reason: why
 )
 IDENTITY_KINDS = ("entity_merged", "entity_unmerged", "entity_renamed")
 

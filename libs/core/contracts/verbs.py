@@ -21,6 +21,7 @@ from echo_memory.libs.core.contracts import (
     dashboard,
     distil,
     documents,
+    end_facts,
     entities,
     forget,
     health,
@@ -76,6 +77,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("writes", "entity_merge", entities.EntityMergeInput, entities.EntityMergeResult, "admin"),
     Verb("writes", "entity_unmerge", entities.EntityUnmergeInput, entities.EntityUnmergeResult, "admin"),
     Verb("writes", "entity_rename", entities.EntityRenameInput, entities.EntityRenameResult, "admin"),
+    # `import --from` replaying another memory system's deletions; not an MCP tool.
+    Verb("writes", "end_facts", end_facts.EndFactsInput, end_facts.EndFactsResult, "write"),
     Verb("retrieval", "query_memory", query.QueryMemoryInput, query.QueryMemoryResult, "read"),
     Verb("causal", "trace_cause", causal.TraceCauseInput, causal.TraceCauseResult, "read"),
     Verb("audit", "get_audit_log", audit.GetAuditLogInput, audit.GetAuditLogResult, "read"),

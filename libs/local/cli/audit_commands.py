@@ -47,7 +47,9 @@ def register(sub: Any) -> None:
     export.add_argument("--resume", metavar="FILE",
                         help="continue an interrupted export of FILE (its --out path or its .partial file)")
     export.add_argument("--progress", action="store_true", help="report progress on stderr even when it is not a terminal")
-    export.set_defaults(func=lambda s, a: _run(s, "export", _export(s, a.scope, a.out, a.resume, a.progress)))
+    export.add_argument("--format", choices=("echo-memory", "mcp-memory"), default="echo-memory",
+                        help="mcp-memory: the current graph as the MCP reference memory server's JSON Lines")
+    export.set_defaults(func=lambda s, a: _run(s, "export", _export_as(s, a)))
 
     restore = sub.add_parser("restore", help="restore an export into an empty org or scope")
     restore.add_argument("file", help="a file written by `echo-memory export`")
@@ -96,6 +98,32 @@ async def admin_session(settings: Settings) -> AsyncIterator[Call]:
 def progress_stream(asked: bool) -> TextIO | None:
     """stderr when it is a terminal or `--progress` was given; otherwise no progress at all."""
     return sys.stderr if asked or sys.stderr.isatty() else None
+
+
+async def _export_as(settings: Settings, args: Any) -> int:
+    if args.format == "mcp-memory":
+        if args.resume is not None:
+            raise ExportFileError("--resume continues an echo-memory export; an mcp-memory export is written whole")
+        return await _export_mcp(settings, args.scope, args.out)
+    return await _export(settings, args.scope, args.out, args.resume, args.progress)
+
+
+async def _export_mcp(settings: Settings, scope: str | None, out: str | None) -> int:
+    """The current graph in the reference memory server's format; the summary (stderr) lists what it cannot hold."""
+    from echo_memory.libs.local.importers.export_mcp import export_mcp_memory
+
+    options: dict[str, Any] = {"scope": scope, "timeout": settings.timeouts.bulk, "page_bytes": settings.backup_page_bytes}
+    async with admin_session(settings) as call:
+        if out is None:
+            summary = await export_mcp_memory(call, sys.stdout, **options)
+        else:
+            path = Path(out)
+            partial = path.with_name(path.name + PARTIAL_SUFFIX)
+            with partial.open("w", encoding="utf-8") as handle:
+                summary = await export_mcp_memory(call, handle, **options)
+            partial.replace(path)  # a failed export never leaves a file that looks complete
+    print(json.dumps({"format": "mcp-memory", **summary}), file=sys.stderr)
+    return 0
 
 
 async def _export(settings: Settings, scope: str | None, out: str | None, resume: str | None, progress: bool) -> int:

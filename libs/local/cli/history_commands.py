@@ -26,6 +26,7 @@ from echo_memory.libs.local.history.base import Conversation, Source
 from echo_memory.libs.local.history.engine import Importer, Send, SourceReport
 from echo_memory.libs.local.history.sources import SOURCE_NAMES, build_source, source_of_file
 from echo_memory.libs.local.history.state import ImportState, state_path
+from echo_memory.libs.local.importers.sources import FROM_NAMES
 from echo_memory.libs.server import eventloop
 
 IMPORT_TOOL = "echo-memory import"
@@ -43,6 +44,10 @@ def register(sub: Any) -> None:
     imp.add_argument("--interval", type=float, default=30.0, help="seconds between --watch runs (default 30)")
     imp.add_argument("--json", action="store_true", help="print the per-source report as JSON")
     imp.add_argument("--quiet", action="store_true", help="no progress and no summary on stderr")
+    imp.add_argument("--from", dest="from_source", choices=FROM_NAMES,
+                     help="import another memory system's store at PATH instead of chat histories")
+    imp.add_argument("path", nargs="?", help="with --from: the source's file or folder")
+    imp.add_argument("--agent", help="with --from: the agent the imported memories are written as (default: the source)")
     imp.set_defaults(func=run_import)
 
 
@@ -73,6 +78,15 @@ def _file_source(args: Any) -> tuple[Source, Conversation]:
 
 def run_import(settings: Settings, args: Any) -> int:
     """Exit 0 after a run (or an interrupted --watch), 1 when the system cannot be reached or refuses a batch."""
+    if args.from_source or args.path or args.agent:
+        if not (args.from_source and args.path):
+            raise SystemExit("echo-memory import: --from SOURCE and PATH go together (--agent only with them)")
+        if args.source or args.file or args.watch or args.since:
+            raise SystemExit("echo-memory import: --from reads another memory system; --source, --file, --watch "
+                             "and --since are for agent histories")
+        from echo_memory.libs.local.cli.import_commands import run_from
+
+        return run_from(settings, args)
     since = _since(args.since)
     progress = None if args.quiet else sys.stderr
     try:
