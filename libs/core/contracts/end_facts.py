@@ -20,13 +20,13 @@ MAX_END_FACTS = 50
 class EndFactIn(StrictModel):
     source: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="the source entity's name or alias")
     target: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="the target entity's name or alias")
-    relation: str = Field(min_length=1, max_length=100)
+    relation: str = Field(min_length=1, max_length=100, description="the relation of the edge to end")
     reason: str = Field(min_length=1, max_length=500, description="why it ended, kept in the audit row")
 
 
 class EndFactsInput(StrictModel):
     scope: str | None = Field(None, max_length=100, description="shared (default), solo, or a named scope")
-    session_id: str = Field(min_length=1, max_length=200)
+    session_id: str = Field(min_length=1, max_length=200, description="the import run that ends them, for the audit")
     facts: list[EndFactIn] = Field(min_length=1, max_length=MAX_END_FACTS)
 
 
