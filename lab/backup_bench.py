@@ -24,8 +24,8 @@ from pydantic import SecretStr
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.audit import EXPORT_PAGE_BYTES
+from echo_memory.libs.local.backup import export_to, import_lines, read_export_file
 from echo_memory.libs.local.cli.audit_commands import admin_session
-from echo_memory.libs.local.cli.backup import export_to, import_lines, read_export_file
 from echo_memory.libs.local.supervisor.nats import NatsServer
 from echo_memory.libs.local.supervisor.ports import free_port
 from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres

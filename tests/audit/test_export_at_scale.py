@@ -21,8 +21,8 @@ from echo_memory.libs.core.contracts.audit import (
     wire_size,
 )
 from echo_memory.libs.core.contracts.errors import BusTimeout, EchoError
+from echo_memory.libs.local.backup import Call, PartialExport, export_to, read_partial_export
 from echo_memory.libs.local.cli.audit_commands import admin_session
-from echo_memory.libs.local.cli.backup import Call, PartialExport, export_to, read_partial_export
 from echo_memory.libs.testing import EchoStack
 from echo_memory.libs.testing.backup_store import StoreSize, build_store, table_checksums
 

@@ -195,7 +195,7 @@ async def test_the_cli_without_valid_credentials_is_refused_in_one_sentence(
     secured_bus: SecuredBus, tmp_path: Path
 ) -> None:
     from echo_memory.libs.core.config import Settings
-    from echo_memory.libs.local.cli.connection import BusRefused, connect_bus
+    from echo_memory.libs.local.connection import BusRefused, connect_bus
     from echo_memory.libs.server.bus.auth import write_credentials
     from echo_memory.libs.server.bus.broker import stop_broker
 

@@ -22,7 +22,7 @@ from echo_memory.libs.core.contracts.admin import (
     TokenRevokeResult,
 )
 from echo_memory.libs.core.contracts.errors import EchoError
-from echo_memory.libs.local.cli.connection import START_HINT, NotRunning, admin_call, nats_url
+from echo_memory.libs.local.connection import START_HINT, NotRunning, admin_call, nats_url
 from echo_memory.libs.local.supervisor.bus_auth import process_credentials
 from echo_memory.libs.local.supervisor.follow import follow_supervisor_nats
 from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres

@@ -4,7 +4,7 @@ export streams byte-bounded pages from the audit service into JSON Lines (header
 line); `--resume` continues a file an interruption cut short. restore reads and checks the whole
 file here first — a foreign, malformed or truncated file is refused before anything is sent — then
 stages it in byte-bounded chunks and asks the audit service to restore it in one transaction. The
-paging itself lives in libs/local/cli/backup.py; progress goes to stderr when it is a terminal.
+paging itself lives in libs/local/backup.py; progress goes to stderr when it is a terminal.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.audit import ExportFileError, WhyResult
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.framing import frame_text
-from echo_memory.libs.local.cli.backup import (
+from echo_memory.libs.local.backup import (
     PARTIAL_SUFFIX,
     Call,
     export_to,
@@ -76,10 +76,10 @@ def _run(settings: Settings, command: str, work: Awaitable[int]) -> int:
 async def admin_session(settings: Settings) -> AsyncIterator[Call]:
     """One bounded bus connection for a whole command, calling as the org's admin identity.
 
-    Raises NotRunning or BusUnreachable (libs/local/cli/connection.py) when the bus cannot be reached.
+    Raises NotRunning or BusUnreachable (libs/local/connection.py) when the bus cannot be reached.
     """
     from echo_memory.libs.core.contracts.identity import admin_caller
-    from echo_memory.libs.local.cli.connection import bus_session
+    from echo_memory.libs.local.connection import bus_session
     from echo_memory.libs.server.bus.client import BusClient
 
     async with bus_session(settings) as broker:

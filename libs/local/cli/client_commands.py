@@ -95,7 +95,7 @@ def _connection(settings: Settings, project: Path | None = None):  # type: ignor
 
 async def _issue(settings: Settings, agent_id: str) -> tuple[str, str]:
     from echo_memory.libs.core.contracts.admin import TokenCreateResult
-    from echo_memory.libs.local.cli.connection import admin_call
+    from echo_memory.libs.local.connection import admin_call
     from echo_memory.libs.server.store.access import DEFAULT_GRANTS
 
     raw = await admin_call(settings, "writes", "token_create",
@@ -105,7 +105,7 @@ async def _issue(settings: Settings, agent_id: str) -> tuple[str, str]:
 
 
 async def _revoke(settings: Settings, token_ids: list[str]) -> None:
-    from echo_memory.libs.local.cli.connection import admin_call
+    from echo_memory.libs.local.connection import admin_call
 
     for token_id in token_ids:
         await admin_call(settings, "writes", "token_revoke", {"token_id": token_id})
@@ -121,7 +121,7 @@ async def _revoke_token(settings: Settings, token: str) -> str:
     """Revoke `token` on the local system; returns what happened, as a sentence part."""
     from echo_memory.libs.core.contracts.admin import TokenVerifyResult
     from echo_memory.libs.core.contracts.tokens import hash_token
-    from echo_memory.libs.local.cli.connection import admin_call
+    from echo_memory.libs.local.connection import admin_call
 
     verified = TokenVerifyResult.model_validate(
         await admin_call(settings, "writes", "token_verify", {"token_hash": hash_token(token)})
@@ -263,7 +263,6 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
             return _err("give --for CLIENT, or --global alone to wire every client found on this machine")
         return _install_all(settings, yes=args.yes, hooks=not args.no_hooks, token=args.token)
     from echo_memory.libs.core.contracts.errors import EchoError
-    from echo_memory.libs.local.cli.connection import NotRunning
     from echo_memory.libs.local.clients import CLIENTS, ConfigError
     from echo_memory.libs.local.clients.hooks import HOOKS
     from echo_memory.libs.local.clients.plan import (
@@ -273,6 +272,7 @@ def install_cmd(settings: Settings, args: argparse.Namespace) -> int:
         plan_credentials,
         project_entry_here,
     )
+    from echo_memory.libs.local.connection import NotRunning
 
     client = CLIENTS[args.client]
     home = _home()
@@ -349,10 +349,10 @@ def _hook_notes(names: list[str], no_hooks: bool) -> None:
 def _install_all(settings: Settings, *, yes: bool, hooks: bool, token: str | None) -> int:
     """Every client found: its own agent id and token, instructions, skill, hooks; one combined diff."""
     from echo_memory.libs.core.contracts.errors import EchoError
-    from echo_memory.libs.local.cli.connection import NotRunning
     from echo_memory.libs.local.clients import ConfigError, detect_clients
     from echo_memory.libs.local.clients.hooks import HOOKS
     from echo_memory.libs.local.clients.plan import plan_client, plan_credentials
+    from echo_memory.libs.local.connection import NotRunning
 
     if token is not None:
         return _err("--token names one agent; with --global every client gets its own (use --for CLIENT --token)")

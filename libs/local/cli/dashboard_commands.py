@@ -18,9 +18,9 @@ from echo_memory.libs.core.contracts.admin import StatusResult
 from echo_memory.libs.core.contracts.audit import ExportFileError
 from echo_memory.libs.core.contracts.demo import DEMO_PREFIX, DEMO_SCOPE, is_demo_scope
 from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.backup import Call, import_lines
 from echo_memory.libs.local.cli.audit_commands import admin_session
-from echo_memory.libs.local.cli.backup import Call, import_lines
-from echo_memory.libs.local.cli.connection import connect_bus
+from echo_memory.libs.local.connection import connect_bus
 from echo_memory.libs.local.supervisor.ports import port_in_use
 from echo_memory.libs.server import eventloop
 

@@ -23,8 +23,8 @@ from echo_memory.libs.core.contracts.documents import (
     RegisterDocumentsResult,
 )
 from echo_memory.libs.core.contracts.errors import EchoError
-from echo_memory.libs.local.cli.connection import admin_call
 from echo_memory.libs.local.clients import ConfigError, user_text
+from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
 
 # Files found at any depth (below skipped directories), and paths relative to the root.

@@ -23,7 +23,7 @@ from echo_memory.libs.core.contracts.entities import (
     EntityUnmergeResult,
 )
 from echo_memory.libs.core.contracts.errors import EchoError
-from echo_memory.libs.local.cli.connection import admin_call
+from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
 
 

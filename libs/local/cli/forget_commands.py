@@ -17,7 +17,7 @@ from typing import Any
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.forget import ForgetFinishResult, ForgetLogResult, ForgetResult
-from echo_memory.libs.local.cli.connection import admin_call
+from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
 
 

@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
 def _health(settings: Settings, args: Any) -> int:
     """Print the report (or its JSON); exit 0 whatever the score, 1 when the system cannot answer."""
     from echo_memory.libs.core.contracts.errors import EchoError
-    from echo_memory.libs.local.cli.connection import admin_call
+    from echo_memory.libs.local.connection import admin_call
 
     body: dict[str, Any] = {"window_days": args.days, "include_demo": args.include_demo}
     if args.scope:

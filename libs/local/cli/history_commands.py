@@ -105,7 +105,7 @@ async def _main(settings: Settings, args: Any, since: float | None, progress: An
             reports = await _once(Importer(sources, state, None, since=since, progress=progress), one)
             _report(reports, args, dry=True)
             return 0
-        from echo_memory.libs.local.cli.connection import bus_session
+        from echo_memory.libs.local.connection import bus_session
         from echo_memory.libs.server.bus.client import BusClient
 
         async with bus_session(settings) as broker:

@@ -55,11 +55,11 @@ def hooks_cmd(settings: Settings, args: argparse.Namespace) -> int:
         _revoke_unwritten,
         _Tokens,
     )
-    from echo_memory.libs.local.cli.connection import NotRunning
     from echo_memory.libs.local.clients import CLIENTS, ConfigError
     from echo_memory.libs.local.clients.files import mask_tokens, read_text
     from echo_memory.libs.local.clients.hooks import HOOKS, plan_hooks, plan_unhook
     from echo_memory.libs.local.clients.plan import PROJECT_COMMAND, plan_credentials
+    from echo_memory.libs.local.connection import NotRunning
 
     client = CLIENTS[args.client]
     home = _home()
@@ -152,7 +152,7 @@ def episode_of(turn: dict[str, Any]) -> dict[str, Any]:
 async def _store_turn(settings: Settings, turn: dict[str, Any]) -> str:
     from echo_memory.libs.core.contracts.bus import Caller
     from echo_memory.libs.core.contracts.identity import DEFAULT_GRANTS
-    from echo_memory.libs.local.cli.connection import bus_session, verb_timeout
+    from echo_memory.libs.local.connection import bus_session, verb_timeout
     from echo_memory.libs.server.bus.client import BusClient
 
     client = str(turn.get("client") or "")

@@ -76,7 +76,7 @@ async def import_from(settings: Settings, source: str, path_text: str, *, scope:
             report = await Importer(source, state, send, scope=scope, agent=writer, progress=progress).run(
                 reader.read(path))
         else:
-            from echo_memory.libs.local.cli.connection import bus_session
+            from echo_memory.libs.local.connection import bus_session
             from echo_memory.libs.server.bus.client import BusClient
 
             async with bus_session(settings) as broker:

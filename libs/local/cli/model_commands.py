@@ -73,7 +73,7 @@ def _run(settings: Settings, command: str, work: Any) -> int:
 async def _bus(settings: Settings) -> AsyncIterator[tuple[Any, Any]]:
     """(as the admin, as the distil identity): bus calls bounded by each verb's time-out class."""
     from echo_memory.libs.core.contracts.identity import admin_caller
-    from echo_memory.libs.local.cli.connection import bus_session, verb_timeout
+    from echo_memory.libs.local.connection import bus_session, verb_timeout
     from echo_memory.libs.local.llm.jobs import distil_caller
     from echo_memory.libs.server.bus.client import BusClient
 

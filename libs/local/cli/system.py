@@ -16,7 +16,7 @@ from echo_memory.libs.core.contracts.admin import StatusResult, TokenCreateResul
 from echo_memory.libs.core.contracts.demo import is_demo_scope
 from echo_memory.libs.core.contracts.errors import EchoError, SchemaTooNew
 from echo_memory.libs.core.contracts.tokens import hash_token
-from echo_memory.libs.local.cli.connection import admin_call
+from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.local.supervisor.leftovers import stop_leftovers
 from echo_memory.libs.local.supervisor.nats import NatsError
 from echo_memory.libs.local.supervisor.postgres import PostgresError

@@ -7,7 +7,7 @@ as_of slider has history); several agents write from several projects over about
 agents read the memory and save some of what they read (the recall-cost panel and `why` trails).
 Small side projects with no link to the rest become separate islands of the graph.
 
-The output is a list of export lines (header, records, end line) that `echo_memory.libs.local.cli.backup.import_lines`
+The output is a list of export lines (header, records, end line) that `echo_memory.libs.local.backup.import_lines`
 sends to the audit service, the same path as `echo-memory import`; nothing writes around it.
 """
 

@@ -431,7 +431,7 @@ async def _throwaway(args: Any, sizes: list[int]) -> dict[str, Any]:
 
 async def _against_running(settings: Any, args: Any, sizes: list[int], token: str) -> dict[str, Any]:
     from echo_memory.libs.server.bus.client import BusClient
-    from echo_memory.libs.local.cli.connection import ADMIN_AGENT, NotRunning, connect_bus
+    from echo_memory.libs.local.connection import ADMIN_AGENT, NotRunning, connect_bus
     from echo_memory.libs.core.contracts.bus import Caller
 
     broker = None

@@ -61,7 +61,7 @@ async def read_scope(call: TimedCall, scope: str, timeout: float) -> list[dict[s
     """The scope's export lines, read over the bus as the admin (a read: nothing is written)."""
     import json
 
-    from echo_memory.libs.local.cli.backup import export_to
+    from echo_memory.libs.local.backup import export_to
 
     out = io.StringIO()
     await export_to(call, out, scope=scope, progress=None, timeout=timeout)
@@ -130,7 +130,7 @@ def subsample(lines: Sequence[dict[str, Any]], size: int, *, seed: int = 0) -> l
 
 async def restore(call: TimedCall, lines: list[dict[str, Any]], scope: str | None, timeout: float) -> dict[str, str]:
     """Import `lines` into the throw-away system (renamed to `scope` when given); old → new ids that changed."""
-    from echo_memory.libs.local.cli.backup import import_lines
+    from echo_memory.libs.local.backup import import_lines
 
     result = await import_lines(call, lines, scope=scope, progress=None, timeout=timeout)
     return dict(result.id_map)

@@ -1,4 +1,5 @@
-"""How CLI commands find the running system and talk to it over the bus, as the org's admin.
+"""How the laptop tool (CLI commands, eval, benchmark) finds the running system and talks to it over
+the bus, as the org's admin.
 
 Every bus interaction of the CLI is bounded: connecting gives up within CONNECT_BOUND_SECONDS with
 `BusUnreachable`, and each request waits at most its verb's time-out class (libs/core/contracts/verbs.py).
