@@ -151,3 +151,56 @@ async def test_fact_events_keep_the_mirror_in_sync_and_reindex_rebuilds_it(
         rebuilt = await stack.admin_call("reindex", "reindex", {"step": "graph"})
         assert rebuilt["processed"] == 4 and rebuilt["total"] == 4 and rebuilt["skipped"] is None
         await asyncio.to_thread(_check_queries, age_database)
+
+
+MARKED_TEXT = """SELECT * FROM ag_catalog.cypher('echo_memory', $$
+  MATCH (a)-[r:FACT]->(b) WHERE r.text CONTAINS '{marker}' OR a.name CONTAINS '{marker}' OR b.name CONTAINS '{marker}'
+  RETURN count(r)
+$$) AS (n ag_catalog.agtype)"""
+GRAPH_TABLES = """
+SELECT format('SELECT properties FROM %I.%I', n.nspname, c.relname)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'echo_memory' AND c.relkind = 'r'
+"""
+
+
+def _marked_edges(url: str, marker: str) -> int | None:
+    """FACT edges whose text or ends hold `marker`; None while the mirror's graph does not exist yet."""
+    with psycopg.connect(url) as conn:
+        if conn.execute("SELECT 1 FROM ag_catalog.ag_graph WHERE name = 'echo_memory'").fetchone() is None:
+            return None
+    return int(_cypher(url, MARKED_TEXT.format(marker=marker))[0][0])
+
+
+def _rows_holding(url: str, marker: str) -> int:
+    """Rows of the graph's own tables whose properties hold `marker`, read below Cypher."""
+    with psycopg.connect(url) as conn:
+        conn.execute("LOAD 'age'")
+        conn.execute('SET search_path = ag_catalog, "$user", public')
+        statements = [row[0] for row in conn.execute(GRAPH_TABLES).fetchall()]
+        return sum(marker in str(row[0]) for statement in statements for row in conn.execute(statement).fetchall())
+
+
+async def test_forget_takes_an_erased_entity_and_its_facts_out_of_the_mirror(
+    age_database: str, nats_url: str, embedder: MiniLM
+) -> None:
+    marker = f"Kestrelwick{secrets.token_hex(4)}"
+    org = f"age-{uuid.uuid4().hex[:8]}"
+    episode = {"scope": "shared", "session_id": "age-forget",
+               "entities": [{"name": f"{marker} Ltd", "type": "company"}, {"name": "Billing API", "type": "service"}],
+               "facts": [{"source": "Billing API", "target": f"{marker} Ltd", "relation": "invoices",
+                          "fact": f"The billing API invoices {marker} Ltd monthly.", "confidence": "extracted"}]}
+    async with EchoStack(database_url=age_database, nats_url=nats_url, org=org, embedder=embedder) as stack:
+        async with stack.client(stack.issue_token("mirror-agent")) as mcp:
+            written = await mcp.call_tool("write_episode", episode)
+            assert not written.is_error, written.content
+        deadline = time.monotonic() + MIRROR_WAIT
+        while await asyncio.to_thread(_marked_edges, age_database, marker) != 1:
+            assert time.monotonic() < deadline, "the fact never reached the mirror"
+            await asyncio.sleep(0.5)
+        assert await asyncio.to_thread(_rows_holding, age_database, marker) > 0
+        erased = await stack.admin_call("writes", "forget", {"entity": f"{marker} Ltd", "confirm": True,
+                                                             "reason": "erasure request"})
+        await stack.admin_call("writes", "forget_finish", {"erasure_id": erased["erasure_id"]})
+        assert await asyncio.to_thread(_marked_edges, age_database, marker) == 0
+        assert await asyncio.to_thread(_rows_holding, age_database, marker) == 0
