@@ -14,22 +14,16 @@ a row changes nothing the second time.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
 
-import nats
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeout
-from nats.js.api import AckPolicy, ConsumerConfig
-from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
 from echo_memory.libs.core.contracts.bus import Caller, Event
-from echo_memory.libs.core.contracts.subjects import CONSOLIDATION_CONSUMER, EVENTS_STREAM, PREFIX
-from echo_memory.libs.server.bus.auth import connect_options, settings_credentials
+from echo_memory.libs.core.contracts.subjects import CONSOLIDATION_CONSUMER, PREFIX
+from echo_memory.libs.server.bus.events import consume_events
 from echo_memory.libs.server.service.context import ServiceContext
 from echo_memory.libs.server.service.errors import as_echo_error
 from echo_memory.services.consolidation import runs
@@ -39,7 +33,6 @@ log = logging.getLogger(__name__)
 FACT_EVENTS = f"{PREFIX}.*.events.fact.>"
 BATCH = 100
 FETCH_WAIT = 1.0  # seconds a fetch waits for events before the loop looks at the clock again
-STREAM_WAIT = 2.0  # the writes service creates ECHO_EVENTS; until it has, look again this often
 AGENT = "consolidation"  # the actor automatic runs are recorded under
 TRY_LEASE = "SELECT pg_try_advisory_xact_lock(hashtextextended('consolidation:' || %(scope_id)s, 0))"
 
@@ -64,25 +57,11 @@ class Scheduler:
 
     async def run(self) -> None:
         """Consume fact events and run what is due, until cancelled."""
-        url = self.ctx.settings.nats_url
-        assert url is not None  # the service this task belongs to connected with it
-        nc = await nats.connect(url, max_reconnect_attempts=-1, **connect_options(settings_credentials(self.ctx.settings)))
-        try:
-            js = nc.jetstream()
-            while True:
-                try:
-                    sub = await js.pull_subscribe(FACT_EVENTS, durable=CONSOLIDATION_CONSUMER, stream=EVENTS_STREAM,
-                                                  config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT))
-                    break
-                except NotFoundError:  # no stream yet: the writes service has not started
-                    await asyncio.sleep(STREAM_WAIT)
-            while True:
-                with contextlib.suppress(NatsTimeout, TimeoutError):
-                    for msg in await sub.fetch(BATCH, timeout=FETCH_WAIT):
-                        await self.note(msg)
-                await self.run_due(time.monotonic())
-        finally:
-            await nc.close()
+        await consume_events(self.ctx.settings, FACT_EVENTS, CONSOLIDATION_CONSUMER, self.note, batch=BATCH,
+                             fetch_wait=FETCH_WAIT, after_fetch=self._run_due_now)
+
+    async def _run_due_now(self) -> None:
+        await self.run_due(time.monotonic())
 
     async def note(self, msg: Msg) -> None:
         """Mark the event's scope dirty; acknowledged either way (the sweep covers what is dropped)."""

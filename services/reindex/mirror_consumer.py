@@ -11,20 +11,14 @@ Mirroring is idempotent, so a redelivery changes nothing.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
-import nats
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeout
-from nats.js.api import AckPolicy, ConsumerConfig
-from nats.js.errors import NotFoundError
 from pydantic import ValidationError
 
 from echo_memory.libs.core.contracts.bus import Event
-from echo_memory.libs.core.contracts.subjects import EVENTS_STREAM, GRAPH_MIRROR_CONSUMER, PREFIX
-from echo_memory.libs.server.bus.auth import connect_options, settings_credentials
+from echo_memory.libs.core.contracts.subjects import GRAPH_MIRROR_CONSUMER, PREFIX
+from echo_memory.libs.server.bus.events import consume_events
 from echo_memory.libs.server.service.context import ServiceContext
 from echo_memory.libs.server.service.errors import as_echo_error
 from echo_memory.services.reindex.graph_mirror import mirror_facts
@@ -36,7 +30,6 @@ FACT_EVENTS = f"{PREFIX}.*.events.fact.>"
 BATCH = 50
 FETCH_WAIT = 2.0  # seconds a fetch waits for events before the loop looks again
 REDELIVER_DELAY = 5.0  # seconds before a failed event is tried again
-STREAM_WAIT = 2.0  # the writes service creates ECHO_EVENTS; until it has, look again this often
 
 
 def fact_ids(event: Event) -> list[str]:
@@ -55,27 +48,8 @@ class GraphMirrorConsumer:
         self.applied = 0
 
     async def run(self) -> None:
-        url = self.ctx.settings.nats_url
-        assert url is not None  # the service this consumer belongs to connected with it
-        credentials = settings_credentials(self.ctx.settings)
-        nc = await nats.connect(url, max_reconnect_attempts=-1, **connect_options(credentials))
-        try:
-            js = nc.jetstream()
-            while True:
-                try:
-                    sub = await js.pull_subscribe(
-                        FACT_EVENTS, durable=DURABLE, stream=EVENTS_STREAM,
-                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT),
-                    )
-                    break
-                except NotFoundError:  # no stream yet: the writes service has not started
-                    await asyncio.sleep(STREAM_WAIT)
-            while True:
-                with contextlib.suppress(NatsTimeout, TimeoutError):
-                    for msg in await sub.fetch(BATCH, timeout=FETCH_WAIT):
-                        await self._handle(msg)
-        finally:
-            await nc.close()
+        await consume_events(self.ctx.settings, FACT_EVENTS, DURABLE, self._handle, batch=BATCH,
+                             fetch_wait=FETCH_WAIT)
 
     async def _handle(self, msg: Msg) -> None:
         try:

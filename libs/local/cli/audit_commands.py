@@ -29,6 +29,7 @@ from echo_memory.libs.local.backup import (
     read_partial_export,
     resume_paths,
 )
+from echo_memory.libs.local.cli.output import print_json
 from echo_memory.libs.local.private_files import open_private_text
 from echo_memory.libs.server import eventloop
 
@@ -165,7 +166,7 @@ async def _restore(settings: Settings, file: str, scope: str | None, progress: b
     async with admin_session(settings) as call:
         result = await import_lines(call, lines, scope=scope, progress=progress_stream(progress),
                                     timeout=settings.timeouts.bulk, chunk_bytes=settings.backup_page_bytes)
-    print(json.dumps(result.model_dump(mode="json"), indent=2))
+    print_json(result)
     kept = "kept" if result.ids_kept else f"remapped ({len(result.id_map)} ids, see id_map)"
     print(f"restored scopes {', '.join(result.scopes)}; ids {kept}; run `echo-memory reindex` to rebuild BM25 "
           "statistics", file=sys.stderr)

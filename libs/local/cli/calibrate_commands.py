@@ -10,13 +10,13 @@ govern writes, and only when the interval excludes chance.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.calibration import CalibrateResult, CalibrationFigures
 from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.cli.output import print_json
 from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
 
@@ -40,7 +40,7 @@ def calibrate(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     result = CalibrateResult.model_validate(raw)
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print_json(result)
         return 0
     print(result.message)
     sources = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in result.store_sources.items())

@@ -21,6 +21,7 @@ from echo_memory.libs.core.contracts.consolidation import (
     TierCounts,
 )
 from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.cli.output import print_json
 from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
 
@@ -72,7 +73,7 @@ def consolidate(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     result = ConsolidateResult.model_validate(raw)
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print_json(result)
         return 0
     if not result.runs:
         print("no scopes to consolidate")
@@ -91,7 +92,7 @@ def consolidate_log(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     result = ConsolidateLogResult.model_validate(raw)
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print_json(result)
         return 0
     if not result.runs:
         print("no consolidation runs yet")
@@ -123,7 +124,7 @@ def print_brief(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     result = BriefResult.model_validate(raw)
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print_json(result)
         return 0
     if result.note and not result.items:
         print(result.note)

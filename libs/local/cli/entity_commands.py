@@ -9,7 +9,6 @@ tool acting as the admin reach the same code. A merge is a redirect, never an ed
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -23,6 +22,7 @@ from echo_memory.libs.core.contracts.entities import (
     EntityUnmergeResult,
 )
 from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.cli.output import print_json
 from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
 
@@ -134,5 +134,5 @@ def _call(settings: Settings, verb: str, body: dict[str, Any], what: str) -> dic
 
 def _json(args: argparse.Namespace, result: BaseModel) -> bool:
     if args.json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        print_json(result)
     return bool(args.json)

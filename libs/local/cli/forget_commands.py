@@ -17,6 +17,7 @@ from typing import Any
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.forget import ForgetFinishResult, ForgetLogResult, ForgetResult
+from echo_memory.libs.local.cli.output import print_json
 from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
 
@@ -54,7 +55,7 @@ async def _forget(settings: Settings, args: argparse.Namespace) -> int:
     if args.log:
         log = ForgetLogResult.model_validate(await admin_call(settings, "writes", "forget_log", {}))
         if args.json:
-            print(json.dumps(log.model_dump(mode="json"), indent=2))
+            print_json(log)
             return 0
         if not log.erasures:
             print("no erasures")
