@@ -161,3 +161,31 @@ def test_foreground_up_says_the_port_moved_and_prints_the_new_line() -> None:
     finally:
         cli(home, "down", timeout=90)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.e2e
+def test_ctrl_c_while_the_start_up_lines_print_stops_everything() -> None:
+    # The signal lands while quickstart issues its token and prints the line, before the
+    # supervisor's own handler is in place: the system must still stop, and exit as after Ctrl-C.
+    home = server_dir("line-ctrl-c")
+    output: list[str] = []
+    try:
+        process = subprocess.Popen([str(BIN), "quickstart"], env=_env(home), stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        assert process.stdout is not None
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and "echo-memory: ready" not in "".join(output):
+            line = process.stdout.readline()
+            if not line:
+                break
+            output.append(line)
+        process.send_signal(signal.SIGINT)
+        rest, _ = process.communicate(timeout=90)
+        text = "".join(output) + rest
+        assert "echo-memory: ready" in text and "echo-memory: stopped" in text, text
+        assert process.returncode == 0, text
+        state = json.loads((home / "state.json").read_text()) if (home / "state.json").exists() else None
+        assert state is None or not state.get("ready"), state
+    finally:
+        cli(home, "down", timeout=90)
+        shutil.rmtree(home, ignore_errors=True)

@@ -46,16 +46,17 @@ def up(settings: Settings, *, detach: bool = False, quickstart: bool = False, ba
     except KeyboardInterrupt:
         supervisor.stop()
         return 130
-    print(f"echo-memory: ready — MCP at {state.edge_url}", flush=True)
-    if not background and (quickstart or state.edge_moved_from is not None):
-        code = _print_client_line(settings, state.edge_url or "")
-        if code:
-            supervisor.stop()
-            return code
-    print("echo-memory: Ctrl-C stops everything", flush=True)
     clean = False
     try:
+        print(f"echo-memory: ready — MCP at {state.edge_url}", flush=True)
+        if not background and (quickstart or state.edge_moved_from is not None):
+            code = _print_client_line(settings, state.edge_url or "")
+            if code:
+                return code
+        print("echo-memory: Ctrl-C stops everything", flush=True)
         supervisor.run_forever()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C while the start-up lines were still printing: stop the same way as after them
     finally:
         print("echo-memory: stopping", flush=True)
         clean = supervisor.stop()
