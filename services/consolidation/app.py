@@ -30,8 +30,6 @@ from echo_memory.services.consolidation.scheduler import Scheduler
 
 ACTION = "run, list or undo consolidation"
 REFUSALS = ("invalid_argument", "not_found", "scope_denied", "unauthenticated")
-OUTCOMES = ("placed", "promoted", "demoted", "unchanged", "digests_built", "digests_ended", "digests_unchanged",
-            "failed", "skipped")
 
 
 def routes(ctx: ServiceContext) -> list[Route]:
@@ -39,7 +37,7 @@ def routes(ctx: ServiceContext) -> list[Route]:
         scheduler = Scheduler(ctx)
         ctx.on_start = scheduler.run
         ctx.extra["scheduler"] = scheduler
-    for outcome in OUTCOMES:  # present from the start: a dashboard reads 0 rather than nothing
+    for outcome in runs.OUTCOMES:  # present from the start: a dashboard reads 0 rather than nothing
         ctx.metrics.consolidation.labels(outcome)
     return [
         Route("consolidate", handle_consolidate, observe=_count_run(ctx)),
@@ -86,8 +84,7 @@ def _count_run(ctx: ServiceContext) -> Callable[[Caller, BaseModel | None, EchoE
         if isinstance(result, ConsolidateResult):
             if not result.dry_run:
                 for run in result.runs:
-                    for outcome in OUTCOMES:
-                        ctx.metrics.consolidation.labels(outcome).inc(getattr(run.counts, outcome))
+                    runs.count_run(ctx.metrics.consolidation, run.counts)
         elif error is not None and error.code not in REFUSALS:
             ctx.metrics.consolidation.labels("failed").inc()
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import psycopg
+from prometheus_client import Counter
 from psycopg.rows import dict_row
 
 from echo_memory.libs.core.config.consolidation import ConsolidationSettings
@@ -30,6 +31,15 @@ from echo_memory.services.consolidation import queries as q
 from echo_memory.services.consolidation.policy import FactActivity, Placement, direction, place_all
 
 SAMPLE_MOVES = 20
+# The counts of a run that the Prometheus counter `echo_consolidation{outcome}` adds up.
+OUTCOMES = ("placed", "promoted", "demoted", "unchanged", "digests_built", "digests_ended", "digests_unchanged",
+            "failed", "skipped")
+
+
+def count_run(counter: Counter, counts: TierCounts) -> None:
+    """Add one run's counts to `counter` (labelled by outcome)."""
+    for outcome in OUTCOMES:
+        counter.labels(outcome).inc(getattr(counts, outcome))
 INSERT_AUDIT = """
 INSERT INTO audit_log (scope_id, kind, agent_id, after, reason)
 VALUES (%(scope_id)s, %(kind)s, %(agent_id)s, %(after)s, %(reason)s)

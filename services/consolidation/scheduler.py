@@ -124,7 +124,4 @@ class Scheduler:
             metrics.labels("failed").inc()
             return
         self.runs_done += 1
-        for outcome, value in result.counts.model_dump().items():
-            if outcome in ("placed", "promoted", "demoted", "unchanged", "digests_built", "digests_ended",
-                           "digests_unchanged", "failed", "skipped"):
-                metrics.labels(outcome).inc(value)
+        runs.count_run(metrics, result.counts)
