@@ -97,6 +97,10 @@ class Handlers:
             for route in module.routes(ctx):
                 self._routes[(info.name, route.verb)] = (ctx, route)
 
+    def context(self, service: str) -> ServiceContext:
+        """`service`'s context as its routes built it (its background parts are in `extra`)."""
+        return next(ctx for (name, _), (ctx, _) in self._routes.items() if name == service)
+
     async def call(self, caller: Caller, service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         ctx, route = self._routes[(service, verb)]
         reply = await answer(ctx, verb_spec(service, verb), route, self.org, Request(caller=caller, args=args))

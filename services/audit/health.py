@@ -19,6 +19,7 @@ from echo_memory.libs.core.contracts.health import (
     AgentWrites,
     CalibrationState,
     CheckStatus,
+    ConsolidationState,
     EmbeddingState,
     HealthCheck,
     HealthFigures,
@@ -125,6 +126,7 @@ async def read_figures(
         schema_version=await read_version_async(conn), code_schema_version=CODE_SCHEMA_VERSION,
         calibration=CalibrationState(ran=bool(calibration), last_run=calibration.get("created_at"),
                                      kind=calibration.get("kind"), reason=calibration.get("reason")),
+        consolidation=ConsolidationState(**await _one(conn, "consolidation", params)),
     )
 
 
@@ -167,7 +169,7 @@ def score_checks(f: HealthFigures) -> list[HealthCheck]:
     """The weighted checks (weights add up to 100) from the figures alone."""
     return [
         _freshness(f), _bulk(f), _agents(f), _read_rate(f), _read_hits(f), _recall_cost(f), _saves(f),
-        _deferred(f), _indexes(f), _schema(f), _calibration(f), _instruction_like(f),
+        _deferred(f), _indexes(f), _schema(f), _calibration(f), _consolidation(f), _instruction_like(f),
     ]
 
 
@@ -183,11 +185,11 @@ def _freshness(f: HealthFigures) -> HealthCheck:
 
 def _bulk(f: HealthFigures) -> HealthCheck:
     if f.bulk_share is None:
-        return _check("bulk_share", 10, 0, "the memory holds no facts", "let agents write facts", known=False)
+        return _check("bulk_share", 5, 0, "the memory holds no facts", "let agents write facts", known=False)
     detail = (f"{f.bulk_share:.0%} of {f.facts} facts came from bulk import; "
               f"{f.imported_episodes} episodes were imported")
     share = 1.0 if f.bulk_share <= BULK_SHARE_MAX else (1 - f.bulk_share) / (1 - BULK_SHARE_MAX)
-    return _check("bulk_share", 10, share, detail,
+    return _check("bulk_share", 5, share, detail,
                   "most facts were imported, not written by agents at work: wire agents to write")
 
 
@@ -274,3 +276,23 @@ def _calibration(f: HealthFigures) -> HealthCheck:
               else "calibration has never run on this store")
     return _check("calibration", 2, 1.0 if c.ran else 0.0, detail,
                   "run `echo-memory calibrate` to learn whether entity resolution is trustworthy here")
+
+
+def _consolidation(f: HealthFigures) -> HealthCheck:
+    """Weak while the newest consolidation attempt failed: tiers and digests are then stale, and a
+    failing run must not look like a quiet one. Half the points when runs failed in the window but a
+    later one succeeded. A store never consolidated loses nothing (small stores need no tiers)."""
+    c = f.consolidation
+    if c.last_failure_at is not None and (c.last_run is None or c.last_failure_at > c.last_run):
+        return _check("consolidation", 5, 0.0,
+                      f"the last consolidation attempt failed at {c.last_failure_at:%Y-%m-%d %H:%M} UTC "
+                      f"({c.last_failure}); {c.failures} failures in {f.window_days} days",
+                      "read the consolidation service's log, and run `echo-memory consolidate` to see the error")
+    if c.failures:
+        return _check("consolidation", 5, 0.5,
+                      f"{c.failures} consolidation runs failed in {f.window_days} days; the last run, "
+                      f"{c.last_run:%Y-%m-%d %H:%M} UTC, succeeded",
+                      "read the consolidation service's log for what failed")
+    detail = (f"consolidation last ran {c.last_run:%Y-%m-%d %H:%M} UTC, no failure in {f.window_days} days"
+              if c.last_run else "consolidation has not run on these scopes yet (it runs once facts change)")
+    return _check("consolidation", 5, 1.0, detail, None)

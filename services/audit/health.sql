@@ -87,3 +87,19 @@ SELECT CASE WHEN c.applied THEN 'applied' ELSE 'reported' END AS kind,
 FROM resolution_calibration c
 ORDER BY c.computed_at DESC, c.id DESC
 LIMIT 1
+
+-- name: consolidation
+-- The newest finished consolidation run of these scopes, and the failures in the window (a failed
+-- sweep, scope_id null, had not reached any scope: it counts for every scope).
+SELECT (SELECT max(r.finished_at) FROM consolidation_runs r
+        WHERE r.scope_id = ANY(%(scope_ids)s) AND r.undone_at IS NULL) AS last_run,
+       (SELECT count(*) FROM consolidation_failures x
+        WHERE (x.scope_id IS NULL OR x.scope_id = ANY(%(scope_ids)s)) AND x.failed_at >= %(since)s) AS failures,
+       x.failed_at AS last_failure_at, x.code || ': ' || x.message AS last_failure
+FROM (SELECT 1) one
+LEFT JOIN LATERAL (
+    SELECT f.failed_at, f.code, f.message FROM consolidation_failures f
+    WHERE f.scope_id IS NULL OR f.scope_id = ANY(%(scope_ids)s)
+    ORDER BY f.failed_at DESC, f.id DESC
+    LIMIT 1
+) x ON true

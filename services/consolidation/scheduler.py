@@ -34,6 +34,10 @@ FACT_EVENTS = f"{PREFIX}.*.events.fact.>"
 BATCH = 100
 FETCH_WAIT = 1.0  # seconds a fetch waits for events before the loop looks at the clock again
 AGENT = "consolidation"  # the actor automatic runs are recorded under
+RECORD_FAILURE = """
+INSERT INTO consolidation_failures (scope_id, actor, code, message)
+VALUES (%(scope_id)s, %(actor)s, %(code)s, %(message)s)
+"""
 TRY_LEASE = "SELECT pg_try_advisory_xact_lock(hashtextextended('consolidation:' || %(scope_id)s, 0))"
 
 
@@ -97,8 +101,7 @@ class Scheduler:
             async with self.ctx.databases.transaction(org) as conn:
                 scopes = await runs.scopes_to_run(conn, None)
         except Exception as exc:  # noqa: BLE001 - the next sweep tries again; logged typed
-            log.warning("consolidation sweep of org %s: %s", org, as_echo_error(exc, self.ctx.name).message)
-            self.ctx.metrics.consolidation.labels("failed").inc()
+            await self.failed(org, None, exc)
             return
         for scope in scopes:
             await self.run_scope(org, scope.id)
@@ -119,9 +122,25 @@ class Scheduler:
                 result = await runs.run_scope(conn, caller, runs.ScopeRef(scope_id, name),
                                               self.ctx.settings.consolidation, dry_run=False)
         except Exception as exc:  # noqa: BLE001 - one scope's failure must not stop the others; logged typed
-            log.warning("consolidation of org %s scope %s: %s", org, scope_id,
-                        as_echo_error(exc, self.ctx.name).message)
-            metrics.labels("failed").inc()
+            await self.failed(org, scope_id, exc)
             return
         self.runs_done += 1
         runs.count_run(metrics, result.counts)
+
+    async def failed(self, org: str, scope_id: str | None, exc: Exception) -> None:
+        """Log, count and record a failed run (or sweep, `scope_id` None) so `health` sees it.
+
+        The record has a transaction of its own: the run's was rolled back. When the database
+        cannot take it either, the log line and the counter are what remains.
+        """
+        error = as_echo_error(exc, self.ctx.name)
+        where = f"org {org}" + (f" scope {scope_id}" if scope_id else " (sweep)")
+        log.warning("consolidation of %s failed: %s", where, error.message)
+        self.ctx.metrics.consolidation.labels("failed").inc()
+        try:
+            async with self.ctx.databases.transaction(org) as conn:
+                await conn.execute(RECORD_FAILURE, {"scope_id": scope_id, "actor": AGENT, "code": error.code,
+                                                    "message": error.message})
+        except Exception as again:  # noqa: BLE001 - the failure is already logged and counted
+            log.warning("consolidation could not record the failure of %s: %s", where,
+                        as_echo_error(again, self.ctx.name).message)

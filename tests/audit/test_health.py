@@ -97,7 +97,9 @@ async def test_every_figure_matches_the_known_store(stack: EchoStack) -> None:
     assert sum(c.weight for c in result.checks) == 100
     assert result.score == round(sum(c.points for c in result.checks))
     assert checks["write_freshness"].points == 20 and checks["write_freshness"].status == "strong"
-    assert checks["bulk_share"].points == 10
+    assert checks["bulk_share"].points == 5
+    assert checks["consolidation"].status == "strong" and "not run" in checks["consolidation"].detail
+    assert f.consolidation.failures == 0 and f.consolidation.last_run is None
     assert checks["agents_writing"].points == pytest.approx(5) and "codex, cursor" in checks["agents_writing"].detail
     assert checks["read_rate"].points == pytest.approx(10 * 2 / 7, abs=0.01)
     assert checks["read_hits"].points == pytest.approx(10 * 0.5 / 0.8, abs=0.01)

@@ -8,10 +8,17 @@ each `echo-memory ...` the actions name is parsed by the CLI's own parser (place
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import pytest
 
-from echo_memory.libs.core.contracts.health import CalibrationState, EmbeddingState, HealthFigures, LexicalState
+from echo_memory.libs.core.contracts.health import (
+    CalibrationState,
+    ConsolidationState,
+    EmbeddingState,
+    HealthFigures,
+    LexicalState,
+)
 from echo_memory.libs.local.cli.main import build_parser
 from echo_memory.services.audit.health import score_checks
 
@@ -32,6 +39,8 @@ def figures(**changes: object) -> HealthFigures:
         embedding_mismatch=[EmbeddingState(scope="solo:alice", model="other-model")],
         code_embedding_model="all-MiniLM-L6-v2", schema_version=11, code_schema_version=12,
         calibration=CalibrationState(ran=False),
+        consolidation=ConsolidationState(failures=1, last_failure_at=datetime(2026, 1, 2, tzinfo=UTC),
+                                         last_failure="internal: the run failed"),
     )
     base.update(changes)
     return HealthFigures.model_validate(base)

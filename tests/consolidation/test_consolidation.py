@@ -243,3 +243,31 @@ async def test_only_the_admin_consolidates_and_bad_input_changes_nothing(handler
         await handlers.admin_call("consolidation", "consolidate", {"scope": "shared", "dry": True})
     assert set((await _tiers(handlers)).values()) == {"hot"}
     assert (await (await handlers.conn.execute("SELECT count(*) FROM consolidation_runs")).fetchone())[0] == 0  # type: ignore[index]
+
+
+async def test_a_failed_automatic_run_is_recorded_and_health_says_so_until_a_run_succeeds(handlers: Handlers) -> None:
+    await _store(handlers)
+    scope_id = str((await (await handlers.conn.execute("SELECT id FROM scopes WHERE name = 'shared'")).fetchone())[0])  # type: ignore[index]
+    scheduler = handlers.context("consolidation").extra["scheduler"]
+
+    async def check() -> dict[str, Any]:
+        health = await handlers.admin_call("audit", "health", {})
+        return next(c for c in health["checks"] if c["name"] == "consolidation")
+
+    assert (await check())["status"] == "strong"
+    # A real failure of a whole step: the digests' table is gone while the run stores them.
+    await handlers.conn.execute("ALTER TABLE digests RENAME TO digests_away")
+    await scheduler.run_scope(handlers.org, scope_id)
+    await handlers.conn.execute("ALTER TABLE digests_away RENAME TO digests")
+    assert await (await handlers.conn.execute("SELECT count(*) FROM consolidation_runs")).fetchone() == (0,)
+    recorded = await (await handlers.conn.execute(
+        "SELECT scope_id::text, actor, code FROM consolidation_failures")).fetchall()
+    assert recorded == [(scope_id, "consolidation", "internal")]
+    failed = await check()
+    assert failed["status"] == "weak" and failed["points"] == 0 and "failed" in failed["detail"]
+    assert "echo-memory consolidate" in failed["action"]
+
+    await scheduler.run_scope(handlers.org, scope_id)
+    recovered = await check()
+    assert recovered["status"] == "weak" and recovered["points"] == 2.5, recovered
+    assert "1 consolidation runs failed" in recovered["detail"]

@@ -57,6 +57,13 @@ class CalibrationState(BaseModel):
     reason: str | None = Field(None, description="what that run measured: AUC with its 95% interval and pair counts")
 
 
+class ConsolidationState(BaseModel):
+    last_run: datetime | None = Field(None, description="when the newest consolidation run of these scopes finished")
+    failures: int = Field(0, description="consolidation runs (and sweeps) that failed within the window")
+    last_failure_at: datetime | None = None
+    last_failure: str | None = Field(None, description="the newest failure's error code and message")
+
+
 class HealthFigures(BaseModel):
     """Every figure the score is made of, read from the store's own tables."""
 
@@ -93,6 +100,9 @@ class HealthFigures(BaseModel):
     schema_version: int
     code_schema_version: int
     calibration: CalibrationState
+    consolidation: ConsolidationState = Field(
+        default_factory=ConsolidationState, description="automatic consolidation: its last run and its failures"
+    )
 
 
 class HealthCheck(BaseModel):
