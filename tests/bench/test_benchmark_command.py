@@ -34,7 +34,8 @@ def test_tiny_benchmark_reports_every_figure_for_both_paths() -> None:
     for row in report["rows"]:
         assert row["facts"] >= row["size"]  # probes written at a smaller size stay in the store
         assert row["load_path"].startswith("write_episode")
-        for op, n in (("query", 4), ("digest", 5), ("write", 2)):
+        assert row["consolidate_s"] > 0  # the brief reads digests of this size's store
+        for op, n in (("query", 4), ("digest", 5), ("brief", 5), ("write", 2)):
             for path in ("edge", "bus"):
                 stats = row[op][path]
                 assert stats["n"] == n, (op, path, stats)
@@ -49,7 +50,7 @@ def test_tiny_benchmark_reports_every_figure_for_both_paths() -> None:
     table = render(report)
     # Figures only: the project's own latency targets are no verdict on a user's machine.
     assert "bars" not in report and not any(word in table for word in ("≤", "MISSED", " met", "bar "))
-    assert "query edge p50/p95" in table and "noise floor (20 facts" in table
+    assert "query edge p50/p95" in table and "brief bus p50/p95" in table and "noise floor (20 facts" in table
     assert "ratio 40/20 facts" in table
     assert report["warm_queries"] == 3 and "3 uncounted warm-up queries" in table
 

@@ -1,4 +1,4 @@
-"""`echo-memory benchmark`: write, query and digest latency through the MCP edge and over the bus.
+"""`echo-memory benchmark`: write, query, digest and brief latency through the MCP edge and over the bus.
 
 What each figure measures (all wall-clock, one request at a time, p50/p95 by nearest rank):
 - **edge**: one `tools/call` of the real MCP SDK client over streamable HTTP with a bearer
@@ -9,6 +9,10 @@ What each figure measures (all wall-clock, one request at a time, p50/p95 by nea
   the benchmark's own connection: the service's work (embedding the query, SQL, fusion, read log
   in one transaction) plus one NATS round trip and JSON (de)serialisation — about a millisecond
   more than the handler alone. Nothing is added to the services to measure it.
+
+The session brief (`brief`) is measured after a `consolidate` of the scope over the bus (its wall
+time is reported as `consolidate_s`), so it reads the digests of the store at that size; without a
+bus, over whatever digests the running system already has.
 
 Store sizes are cumulative in one throw-away scope: the store grows from one checkpoint to the
 next. Up to 10k facts it is loaded through the real write path (`write_episode` over the bus, 50
@@ -77,6 +81,8 @@ class _Timer:
             return None
         if tool == "write_episode" and not (result.structured_content or {}).get("stored"):
             self.errors.append(f"edge write not stored: {result.structured_content}"[:300])
+        if tool == "brief" and not (result.structured_content or {}).get("items"):
+            self.errors.append(f"edge brief held no digest: {result.structured_content}"[:300])
         return elapsed
 
     async def bus(self, service: str, verb: str, args: dict[str, Any]) -> float | None:
@@ -92,6 +98,8 @@ class _Timer:
         elapsed = (time.perf_counter() - started) * 1000
         if verb == "write_episode" and not result.get("stored"):
             self.errors.append(f"bus write not stored: {result}"[:300])
+        if verb == "brief" and not result.get("items"):
+            self.errors.append(f"bus brief held no digest: {result}"[:300])
         return elapsed
 
     async def pair(
@@ -127,6 +135,20 @@ def _query_requests(scope: str, questions: list[str]) -> list[tuple[dict[str, An
 def _digest_requests(scope: str, n: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     args = {"digest": True, "scope": scope, "top_k": 10}
     return [(args, {**args, "max_tokens": 2000}) for _ in range(n)]
+
+
+def _brief_requests(scope: str, n: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    args = {"scope": scope}
+    return [(args, args) for _ in range(n)]
+
+
+async def _consolidate(target: Target, scope: str) -> float | None:
+    """Wall seconds of one consolidation run of `scope` over the bus; None without a bus."""
+    if target.bus is None:
+        return None
+    started = time.perf_counter()
+    await target.bus("consolidation", "consolidate", {"scope": scope})
+    return round(time.perf_counter() - started, 2)
 
 
 def _write_requests(scope: str, source: synthetic.FactSource, n: int, tag: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -222,13 +244,17 @@ async def run_benchmark(
                     for k in query}}
             await timer.pair("query_memory", "retrieval", _digest_requests(scope, WARMUP))
             digest = await timer.pair("query_memory", "retrieval", _digest_requests(scope, digests or max(5, queries // 2)))
+            consolidate_s = await _consolidate(target, scope)
+            await timer.pair("brief", "consolidation", _brief_requests(scope, WARMUP))
+            brief = await timer.pair("brief", "consolidation", _brief_requests(scope, digests or max(5, queries // 2)))
             probes = _write_requests(scope, source, WARMUP + writes, number)
             await timer.pair("write_episode", "writes", probes[:WARMUP])
             write = await timer.pair("write_episode", "writes", probes[WARMUP:])
             facts_at_query = stored
             stored += (WARMUP + writes) * (2 if target.bus is not None else 1)
             rows.append({"size": size, "facts": facts_at_query, "load_path": path, "load_seconds": round(load_seconds, 1),
-                         "query": query, "digest": digest, "write": write,
+                         "query": query, "digest": digest, "brief": brief, "consolidate_s": consolidate_s,
+                         "write": write,
                          "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)]})
             if show:
                 sys.stderr.write(f"measured {size} facts: query edge p50 {query['edge']['p50']} ms\n")
@@ -244,6 +270,7 @@ async def run_benchmark(
     return report
 
 
+OPERATIONS = ("query", "digest", "brief", "write")
 DIAGNOSTIC_CHANNELS = (("dense",), ("dense", "lexical"), ("dense", "graph"))
 
 
@@ -299,8 +326,9 @@ def render(report: dict[str, Any]) -> str:
     """The report as a plain-text table (milliseconds)."""
     paths = [p for p in ("edge", "bus") if report["rows"] and p in report["rows"][0]["query"]]
     head = ["facts", "loaded via", "load s"]
-    for op in ("query", "digest", "write"):
+    for op in OPERATIONS:
         head += [f"{op} {p} p50/p95" for p in paths]
+    head.append("consolidate s")
     lines = [
         f"echo-memory benchmark — {report['system']}",
         f"commit {report['commit']}, {report['cpus']} CPUs, event loop {report.get('event_loop', '?')}, "
@@ -311,8 +339,9 @@ def render(report: dict[str, Any]) -> str:
     ]
     for row in report["rows"]:
         cells = [f"{row['facts']:,}", row["load_path"], f"{row['load_seconds']}"]
-        for op in ("query", "digest", "write"):
+        for op in OPERATIONS:
             cells += [f"{row[op][p]['p50']:.1f} / {row[op][p]['p95']:.1f}" for p in paths]
+        cells.append("–" if row.get("consolidate_s") is None else f"{row['consolidate_s']}")
         lines.append(" | ".join(cells))
     ratio = report["ratio"]
     lines.append("")
@@ -337,7 +366,7 @@ def render(report: dict[str, Any]) -> str:
 
 def register(sub: Any) -> None:
     bench = sub.add_parser(
-        "benchmark", help="write, query and digest latency through the MCP edge and over the bus, by store size"
+        "benchmark", help="write, query, digest and brief latency through the MCP edge and over the bus, by store size"
     )
     bench.add_argument("--sizes", default="250,10000,100000", help="comma-separated store sizes in facts")
     bench.add_argument("--queries", type=int, default=100, help="queries per path and size")
