@@ -1,0 +1,139 @@
+"""Load an organisation's history (org_history.py) by COPY, as `write_episode` would have stored it.
+
+For the consolidation benchmark's large stores (a million facts in well under an hour on two
+cores: the model embeds in chunks on both cores, rows stream in by COPY). The rows are those the
+write path writes when each session is one `write_episode` at the session's time, with every name
+declared new on first use: the entities (name vectors, their first writer), one `write` episode per
+session, the facts with their provenance, vectors, token counts and instruction flags, and for a
+restated edge the new version that ends the old one (`supersedes`, `t_invalid`). The lexical
+statistics follow from the same AFTER INSERT triggers. Not written: audit and outbox rows (nothing
+reads them at query or consolidation time); tests/bench/test_org_load.py holds the rows against the
+write path's. Reads go into the read log as agents' recalls would have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+
+import numpy as np
+import psycopg
+
+from echo_memory.libs.core.hygiene.instructions import instruction_flags
+from echo_memory.libs.local.eval.org_history import OrgHistory, OrgRead, entity_type
+from echo_memory.libs.server.embed import MiniLM, count_tokens
+from echo_memory.libs.server.store import embedding_models
+
+EMBED_CHUNK = 4096
+READ_QUERY = "recalled during work (org history)"
+
+COPY_ENTITIES = "COPY entities (id, scope_id, name, type, embedding, created_by) FROM STDIN"
+COPY_EPISODES = (
+    "COPY episodes (id, scope_id, kind, agent_id, tool, project, session_id, content, token_count, written_at, flags)"
+    " FROM STDIN"
+)
+COPY_FACTS = (
+    "COPY facts (id, scope_id, episode_id, source_entity, target_entity, relation, text, confidence, t_valid, "
+    "t_invalid, supersedes, agent_id, tool, project, session_id, written_at, embedding, token_count, flags) FROM STDIN"
+)
+COPY_READS = "COPY reads (id, agent_id, query, scopes, tokens, created_at) FROM STDIN"
+COPY_READ_RESULTS = "COPY read_results (read_id, item_id, item_kind, rank, score) FROM STDIN"
+NOW = "SELECT now()"
+
+
+def _vector(values: np.ndarray) -> str:
+    return "[" + ",".join(f"{v:.6f}" for v in values.tolist()) + "]"
+
+
+def _array(values: Sequence[str]) -> str:
+    return "{" + ",".join(values) + "}"
+
+
+async def load_history(
+    conn: psycopg.AsyncConnection, scope_id: str, history: OrgHistory, embedder: MiniLM,
+    progress: Callable[[int], None] | None = None,
+) -> list[uuid.UUID]:
+    """COPY `history` into the scope (in the caller's transaction); returns the facts' ids in order.
+
+    The scope must hold none of the history's names yet (a history is one organisation's store).
+    """
+    now: datetime = (await (await conn.execute(NOW)).fetchone())[0]  # type: ignore[index]
+    facts = history.facts
+    at = [now - timedelta(days=f.age_days) for f in facts]
+    ids = [uuid.uuid4() for _ in facts]
+    entity_ids = await _copy_entities(conn, scope_id, history, embedder)
+    episode_of = await _copy_episodes(conn, scope_id, history, at)
+    ended = history.successors()
+    async with conn.cursor() as cur, cur.copy(COPY_FACTS) as copy:
+        for start in range(0, len(facts), EMBED_CHUNK):
+            chunk = facts[start : start + EMBED_CHUNK]
+            vectors = await asyncio.to_thread(embedder.embed, [f.text for f in chunk])
+            for offset, (fact, vector) in enumerate(zip(chunk, vectors, strict=True)):
+                i = start + offset
+                successor = ended.get(i)
+                await copy.write_row((
+                    ids[i], scope_id, episode_of[i], entity_ids[fact.source], entity_ids[fact.target], fact.relation,
+                    fact.text, "extracted", at[i], None if successor is None else at[successor],
+                    None if fact.replaces is None else ids[fact.replaces], fact.agent, fact.tool, fact.project,
+                    fact.session, at[i], _vector(vector), count_tokens(fact.text),
+                    _array(instruction_flags(fact.text, fact.relation, fact.source, fact.target)),
+                ))
+            if progress:
+                progress(start + len(chunk))
+    await conn.execute(embedding_models.RECORD, {"scope_id": scope_id, "model": embedder.name})
+    return ids
+
+
+async def _copy_entities(conn: psycopg.AsyncConnection, scope_id: str, history: OrgHistory,
+                         embedder: MiniLM) -> dict[str, uuid.UUID]:
+    first_writer: dict[str, str] = {}
+    for fact in history.facts:
+        for name in (fact.source, fact.target):
+            first_writer.setdefault(name, fact.agent)
+    names = list(first_writer)
+    vectors: np.ndarray | list[np.ndarray] = await asyncio.to_thread(embedder.embed, names) if names else []
+    ids = {name: uuid.uuid4() for name in names}
+    async with conn.cursor() as cur, cur.copy(COPY_ENTITIES) as copy:
+        for name, vector in zip(names, vectors, strict=True):
+            await copy.write_row((ids[name], scope_id, name, entity_type(name), _vector(vector), first_writer[name]))
+    return ids
+
+
+async def _copy_episodes(conn: psycopg.AsyncConnection, scope_id: str, history: OrgHistory,
+                         at: list[datetime]) -> list[uuid.UUID]:
+    """One `write` episode per session; returns each fact's episode id."""
+    episode_of: list[uuid.UUID] = [uuid.UUID(int=0)] * len(history.facts)
+    async with conn.cursor() as cur, cur.copy(COPY_EPISODES) as copy:
+        for members in history.sessions():
+            episode = uuid.uuid4()
+            first = history.facts[members[0]]
+            content = "\n".join(history.facts[i].text for i in members)
+            await copy.write_row((episode, scope_id, "write", first.agent, first.tool, first.project, first.session,
+                                  content, count_tokens(content), at[members[0]], _array(instruction_flags(content))))
+            for i in members:
+                episode_of[i] = episode
+    return episode_of
+
+
+async def load_reads(conn: psycopg.AsyncConnection, stored_scope: str, fact_ids: list[uuid.UUID],
+                     reads: list[OrgRead]) -> int:
+    """Put `reads` in the read log of the scope stored as `stored_scope`; returns the results written."""
+    now: datetime = (await (await conn.execute(NOW)).fetchone())[0]  # type: ignore[index]
+    read_ids = [uuid.uuid4() for _ in reads]
+    async with conn.cursor() as cur:
+        async with cur.copy(COPY_READS) as copy:
+            for read_id, read in zip(read_ids, reads, strict=True):
+                await copy.write_row((read_id, read.agent, READ_QUERY, _array([stored_scope]), 0,
+                                      now - timedelta(days=read.age_days)))
+        written = 0
+        async with cur.copy(COPY_READ_RESULTS) as copy:
+            for read_id, read in zip(read_ids, reads, strict=True):
+                for rank, index in enumerate(read.facts, start=1):
+                    await copy.write_row((read_id, fact_ids[index], "fact", rank, 0.5))
+                    written += 1
+    return written
+
+
+__all__ = ["load_history", "load_reads"]

@@ -1,0 +1,132 @@
+"""The organisation history and its COPY loader: the loader stores the rows `write_episode` stores.
+
+The same small history (agents, projects, look-alike names, restated edges) goes into one scope
+through the real write path, session by session, and into another by COPY; every fact, entity,
+episode and lexical statistic must match, timestamps aside (the write path stamps its own clock).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.local.eval.org_history import OrgHistory, OrgShape, entity_type
+from echo_memory.libs.local.eval.org_load import load_history, load_reads
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing.tiers import Handlers
+
+SHAPE = OrgShape(agents=4, projects=2, entities_per_project=10, superseded_share=0.25, look_alike_share=0.3, seed=3)
+
+FACTS = """
+SELECT s.name, t.name, f.relation, f.text, f.confidence, f.t_invalid IS NULL, p.text, f.agent_id, f.tool, f.project,
+       f.session_id, f.token_count, f.flags, f.embedding::text
+FROM facts f JOIN entities s ON s.id = f.source_entity JOIN entities t ON t.id = f.target_entity
+LEFT JOIN facts p ON p.id = f.supersedes
+WHERE f.scope_id = %s ORDER BY f.text
+"""
+ENTITIES = "SELECT name, type, created_by, embedding::text FROM entities WHERE scope_id = %s ORDER BY name"
+EPISODES = """
+SELECT kind, agent_id, tool, project, session_id, content, token_count, flags FROM episodes
+WHERE scope_id = %s ORDER BY session_id, content
+"""
+LEXICAL = """
+SELECT corpus, doc_count, total_length, format_version, (SELECT array_agg(term || ':' || df ORDER BY term)
+    FROM lexical_df d WHERE d.scope_id = s.scope_id AND d.corpus = s.corpus)
+FROM lexical_stats s WHERE scope_id = %s ORDER BY corpus
+"""
+MODEL = "SELECT model FROM scope_embeddings WHERE scope_id = %s"
+
+
+async def _scope(handlers: Handlers, name: str) -> str:
+    await handlers.admin_call("writes", "scope_create", {"name": name})
+    row = await (await handlers.conn.execute("SELECT id::text FROM scopes WHERE name = %s", (name,))).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+async def _write_sessions(handlers: Handlers, history: OrgHistory, scope: str) -> None:
+    known: set[str] = set()
+    for members in history.sessions():
+        facts = [history.facts[i] for i in members]
+        first = facts[0]
+        names = list(dict.fromkeys(n for f in facts for n in (f.source, f.target)))
+        caller = Caller(org=handlers.org, agent_id=first.agent, tool=first.tool, read_scopes=[scope],
+                        write_scopes=[scope])
+        result = await handlers.call(caller, "writes", "write_episode", {
+            "scope": scope, "session_id": first.session, "project": first.project,
+            "entities": [{"name": n, "type": entity_type(n)} for n in names],
+            "entity_resolutions": [{"mention": n, "entity_id": "new"} for n in names if n not in known],
+            "facts": [{"source": f.source, "target": f.target, "relation": f.relation, "fact": f.text,
+                       "confidence": "extracted"} for f in facts],
+        })
+        assert result["stored"] is True and not result["partial"], result
+        assert len(result["edges_created"]) == len(facts), result
+        known.update(names)
+
+
+async def _rows(handlers: Handlers, sql: str, scope_id: str) -> list[tuple[Any, ...]]:
+    return list(await (await handlers.conn.execute(sql, (scope_id,))).fetchall())
+
+
+def _split_vectors(rows: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+    """Rows without their last column (a vector as text), and those vectors."""
+    return [r[:-1] for r in rows], np.array([[float(v) for v in r[-1].strip("[]").split(",")] for r in rows])
+
+
+async def test_copy_stores_the_rows_the_write_path_stores(handlers: Handlers, embedder: MiniLM) -> None:
+    history = OrgHistory(80, SHAPE)
+    assert sum(f.replaces is not None for f in history.facts) >= 5  # restated edges are exercised
+    assert any(f.source in g or f.target in g for g in history.look_alikes[:1] for f in history.facts)
+    via_writes = await _scope(handlers, "via-writes")
+    via_copy = await _scope(handlers, "via-copy")
+
+    await _write_sessions(handlers, history, "via-writes")
+    ids = await load_history(handlers.conn, via_copy, history, embedder)
+    assert len(ids) == len(history.facts)
+
+    for sql in (FACTS, ENTITIES):
+        written, written_vectors = _split_vectors(await _rows(handlers, sql, via_writes))
+        copied, copied_vectors = _split_vectors(await _rows(handlers, sql, via_copy))
+        assert copied == written
+        assert np.abs(copied_vectors - written_vectors).max() < 1e-5  # COPY writes six decimals
+    for sql in (EPISODES, LEXICAL, MODEL):
+        assert await _rows(handlers, sql, via_copy) == await _rows(handlers, sql, via_writes)
+    ended = await _rows(handlers, "SELECT count(*) FROM facts WHERE scope_id = %s AND t_invalid IS NOT NULL", via_copy)
+    assert ended == [(len(history.successors()),)]
+
+
+async def test_history_is_deterministic_with_valid_versions_and_reads_favour_recent_facts() -> None:
+    history, again = OrgHistory(3000), OrgHistory(3000)
+    assert history.facts == again.facts and history.look_alikes == again.look_alikes
+    facts = history.facts
+    assert len({f.agent for f in facts}) > 50 and len({f.project for f in facts}) == OrgShape().projects
+    assert 0.04 < sum(f.replaces is not None for f in facts) / len(facts) < 0.12
+    for index, fact in enumerate(facts):
+        assert all(facts[index - 1].age_days >= fact.age_days for _ in [0] if index)  # oldest first
+        if fact.replaces is not None:
+            old = facts[fact.replaces]
+            assert (old.source, old.target, old.relation) == (fact.source, fact.target, fact.relation)
+            assert old.age_days > fact.age_days and old.text != fact.text
+    groups = [set(g) for g in history.look_alikes]
+    assert all(len(g) >= 2 for g in groups) and any("Jones" in " ".join(g) for g in groups)
+    reads = history.reads(500)
+    read_ages = sorted(facts[i].age_days for r in reads for i in r.facts)
+    all_ages = sorted(f.age_days for f in facts)
+    assert read_ages[len(read_ages) // 2] < all_ages[len(all_ages) // 2] / 2  # recent facts are read far more
+    assert all(r.age_days <= min(facts[i].age_days for i in r.facts) for r in reads)  # read after written
+
+
+async def test_reads_land_in_the_read_log_of_the_scope(handlers: Handlers, embedder: MiniLM) -> None:
+    history = OrgHistory(40, SHAPE)
+    scope_id = await _scope(handlers, "org-reads")
+    ids = await load_history(handlers.conn, scope_id, history, embedder)
+    reads = history.reads(6)
+    written = await load_reads(handlers.conn, "org-reads", ids, reads)
+    assert written == sum(len(r.facts) for r in reads)
+    rows = await (await handlers.conn.execute(
+        "SELECT count(DISTINCT r.id), count(*) FROM reads r JOIN read_results rr ON rr.read_id = r.id "
+        "JOIN facts f ON f.id = rr.item_id WHERE r.scopes = ARRAY['org-reads'] AND f.scope_id = %s",
+        (scope_id,))).fetchone()
+    assert rows == (6, written)
