@@ -151,6 +151,8 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     assert row["distractors"] == 150 and row["org"]["superseded"] > 0 and row["org"]["read_results"] > 0
     assert set(row["arms"]) == {"flat", "all", "hot"}
     assert all(0.0 <= arm["quality"]["hit10"] <= 1.0 for arm in row["arms"].values())
+    for arm in ("all", "hot"):
+        assert row["arms"][arm]["postgres_cpu_ms_per_query"] > 0 and row["arms"][arm]["process_cpu_ms_per_query"] > 0
     assert row["arms"]["hot"]["via_digest_results"] > 0  # the old gold facts are reached through digests
     assert row["invariants"] == {"content_unchanged": True, "as_of_unchanged": True, "rebuild_identical": True}
     probes = row["probes"]

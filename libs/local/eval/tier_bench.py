@@ -18,8 +18,9 @@ At each size it measures three arms on the same queries:
 - hot: `query_memory` with `tier: "hot"` after `consolidate` (hot facts plus the nearest digests).
 
 It reports hit@10, recall@10 and MRR@10 with bootstrap intervals, the gold facts' tiers and how
-many were reached through a digest, latency and this process's CPU per query (the services run
-in-process; Postgres's CPU is not split out), tokens per recall, the cost of the consolidation
+many were reached through a digest, latency, CPU per query of this process (the services run
+in-process) and of Postgres (the postmaster and every backend; background work such as autovacuum
+falls in it too), tokens per recall, the cost of the consolidation
 run, and the invariants that must hold at 100%: the facts' content unchanged by the run, `as_of`
 answers for a past instant unchanged, a rebuild giving identical digests; with the `org` history
 also the false-merge probe (no topic digest, and no digest of a look-alike entity, holds facts about
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 from pgvector.psycopg import register_vector_async
 
@@ -191,7 +193,10 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         content_before = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         past = await _as_of_answers(call, scope, data)
         flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
+        postgres = await _postmaster(conn)
+        pg_cpu = _tree_cpu(postgres)
         every = await _arm(call, scope, data, by_id, "all")
+        pg_all_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
         # The benchmark's own queries are in the read log too; dated a year back, they are not the
         # activity that keeps a fact hot, so the gold facts stay never read as far as the policy sees.
         await conn.execute(BACKDATE_OWN_READS)
@@ -200,7 +205,9 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         cost = {"wall_s": round(time.perf_counter() - started, 2), "process_cpu_s": round(time.process_time() - cpu, 2),
                 "counts": result["runs"][0]["counts"]}
         run_id = result["runs"][0]["run_id"]
+        pg_cpu = _tree_cpu(postgres)
         hot = await _arm(call, scope, data, by_id, "hot")
+        pg_hot_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
         content_after = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         tiers: dict[str, str] = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
         probes = await _probes(conn, scope_id, org["look_alikes"]) if org is not None else None
@@ -216,7 +223,8 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers,
         **({"org": org["load"], "probes": probes} if org is not None else {}),
         "arms": {"flat": _scores([(ids, [], 0.0, 0, 0.0) for ids in flat], data),
-                 "all": _scores(every, data), "hot": _scores(hot, data)},
+                 "all": {**_scores(every, data), "postgres_cpu_ms_per_query": round(pg_all_ms, 2)},
+                 "hot": {**_scores(hot, data), "postgres_cpu_ms_per_query": round(pg_hot_ms, 2)}},
         "hot_by_gold_tier": _by_tier(hot, data, by_id, tiers),
         "invariants": {"content_unchanged": content_before == content_after, "as_of_unchanged": past == past_after,
                        "rebuild_identical": digests_before == digests_rebuilt},
@@ -246,6 +254,27 @@ async def _probes(conn: psycopg.AsyncConnection, scope_id: Any, look_alikes: lis
     return {"digests": len(rows), "topic_digests_mixing_look_alikes": mixed_topic,
             "look_alike_digests_holding_another": mixed_subject, "digests_holding_a_fact_and_its_successor": int(both),
             "entity_digests_naming_look_alikes_side_by_side": side_by_side}
+
+
+async def _postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
+    """The postmaster serving `conn` (the parent of its backend)."""
+    backend = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]  # type: ignore[index]
+    parent = psutil.Process(backend).parent()
+    if parent is None:
+        raise RuntimeError("cannot find the postmaster of the benchmark's database")
+    return parent
+
+
+def _tree_cpu(root: psutil.Process) -> float:
+    """CPU seconds (user + system) of `root` and every process under it now (Postgres and its backends)."""
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 async def _flat(conn: psycopg.AsyncConnection, scope_id: Any, embedder: MiniLM, text: str,
@@ -316,7 +345,8 @@ def render_row(row: dict[str, Any]) -> str:
                 f"  MRR@10 {q['mrr10']:.3f}")
         if "latency_ms" in figures:
             line += (f"  p50 {figures['latency_ms']['p50']} ms p95 {figures['latency_ms']['p95']} ms"
-                     f"  {figures['process_cpu_ms_per_query']} CPU-ms  {figures['tokens_per_recall']} tokens"
+                     f"  CPU-ms {figures['process_cpu_ms_per_query']} services + "
+                     f"{figures['postgres_cpu_ms_per_query']} Postgres  {figures['tokens_per_recall']} tokens"
                      f"  via digest {figures['via_digest_results']}")
         lines.append(line)
     lines.append(f"  hot arm recall@10 by gold tier: {row['hot_by_gold_tier']}")
