@@ -191,7 +191,8 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
             await conn.execute(LOG_READS, {"scope_id": scope_id, "scope": scope, "reads": max(10, distractors // 50)})
             await conn.execute("VACUUM ANALYZE facts")
         content_before = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
-        past = await _as_of_answers(call, scope, data)
+        instant = int(time.time()) - 30 * 86400  # one past instant for both sides of the invariant
+        past = await _as_of_answers(call, scope, data, instant)
         flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
         postgres = await _postmaster(conn)
         pg_cpu = _tree_cpu(postgres)
@@ -215,7 +216,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         await call("consolidation", "consolidate_undo", {"run_id": run_id})
         await call("consolidation", "consolidate", {"scope": scope})
         digests_rebuilt = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
-    past_after = await _as_of_answers(call, scope, data)
+    past_after = await _as_of_answers(call, scope, data, instant)
     gold_tiers: dict[str, int] = {}
     for tier in tiers.values():
         gold_tiers[tier] = gold_tiers.get(tier, 0) + 1
@@ -300,12 +301,12 @@ async def _arm(call: Any, scope: str, data: agent_facts.AgentFacts, by_id: dict[
     return out
 
 
-async def _as_of_answers(call: Any, scope: str, data: agent_facts.AgentFacts) -> list[list[str]]:
+async def _as_of_answers(call: Any, scope: str, data: agent_facts.AgentFacts, instant: int) -> list[list[str]]:
     """Rankings as of 30 days ago (before any gold fact was read or any run): must not move."""
     answers = []
     for _, text, _, _ in data.queries[:AS_OF_QUERIES]:
         result = await call("retrieval", "query_memory", {"query": text, "scope": scope, "top_k": 10,
-                                                          "as_of": int(time.time()) - 30 * 86400})
+                                                          "as_of": instant})
         answers.append([i["id"] for i in result["results"]])
     return answers
 
