@@ -7,7 +7,7 @@ expensive thing it reaches, through the fixtures it requests (conftest.py and it
 followed transitively by name) and the names its body and its module's helpers use.
 
 - full stack: the `stack` fixture, `EchoStack(...)`, or a subprocess that runs `echo-memory up`
-- broker: `routed(...)` (FastStream's in-memory broker)
+- broker: `routed(...)` or `routed_services(...)` (FastStream's in-memory broker)
 - handler: the `handlers` fixture, `Handlers(...)` or `rolled_back(...)`
 - other: anything else (pure functions, a database alone, a CLI subprocess, a browser)
 
@@ -26,21 +26,32 @@ TIERS = ("handler", "broker", "full stack", "other")
 # Names whose use puts a function on a tier, most expensive first.
 MARKS: tuple[tuple[str, frozenset[str]], ...] = (
     ("full stack", frozenset({"stack", "EchoStack"})),
-    ("broker", frozenset({"routed"})),
+    ("broker", frozenset({"routed", "routed_services"})),
     ("handler", frozenset({"handlers", "Handlers", "rolled_back"})),
 )
 
 
 def _names(node: ast.AST) -> set[str]:
-    """Every bare name and attribute name `node` uses (calls, references, fixture parameters)."""
+    """Every bare name and attribute name `node` uses (calls, references, fixture parameters).
+
+    Type annotations are left out: a helper typed `Answers | EchoStack` starts nothing.
+    """
     found: set[str] = set()
-    for sub in ast.walk(node):
+    todo = [node]
+    while todo:
+        sub = todo.pop()
         if isinstance(sub, ast.Name):
             found.add(sub.id)
         elif isinstance(sub, ast.Attribute):
             found.add(sub.attr)
         elif isinstance(sub, ast.arg):
             found.add(sub.arg)
+        for field, value in ast.iter_fields(sub):
+            if field in ("annotation", "returns"):
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    todo.append(child)
     return found
 
 
