@@ -8,12 +8,15 @@ from typing import Any
 import psycopg
 import pytest
 
+from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.local.stack import tool_error
 from echo_memory.libs.server.bus.broker import make_broker
 from echo_memory.libs.server.bus.client import BusClient
+from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Routes, routed_services
 from echo_memory.services.edge.tools import TOOLS, error_result
 
 WRITE_EPISODE = next(spec for spec in TOOLS if spec.name == "write_episode")
@@ -62,10 +65,13 @@ async def counts(database: str | psycopg.AsyncConnection) -> dict[str, int]:
         return await counts(conn)
 
 
-async def sql(database_url: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        cur = await conn.execute(query, params)
+async def sql(database: str | psycopg.AsyncConnection, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    """The rows of one statement, on the handler tier's connection or on a database URL (autocommit)."""
+    if isinstance(database, psycopg.AsyncConnection):
+        cur = await database.execute(query, params)
         return await cur.fetchall() if cur.description else []
+    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
+        return await sql(conn, query, params)
 
 
 class Bus:
@@ -98,3 +104,10 @@ async def bus(stack: EchoStack) -> AsyncIterator[Bus]:
         yield Bus(BusClient(broker), stack.org)
     finally:
         await broker.stop()
+
+
+@pytest.fixture
+async def routes(database_url: str, org: str, embedder: MiniLM) -> AsyncIterator[Routes]:
+    """Every service's routes on the in-memory broker, each request committing on the test's database."""
+    async with routed_services(Settings(org=org), embedder=embedder, database_url=database_url) as running:
+        yield running
