@@ -1,10 +1,10 @@
 """How many test functions each directory of tests/ runs on each tier (libs/testing/tiers.py).
 
-    python -m lab.test_tiers [--markdown] [ROOT]
+    python -m lab.test_tiers [--markdown] [--list DIRECTORY] [ROOT]
 
 Read from the source, without importing or collecting anything: a test function's tier is the most
-expensive thing it reaches, through the fixtures it requests (conftest.py and its own module,
-followed transitively by name) and the names its body and its module's helpers use.
+expensive thing it reaches: the fixtures it requests (conftest.py and its own module, followed
+through their own parameters) and the names its body and the helpers of its module it calls use.
 
 - full stack: the `stack` fixture, `EchoStack(...)`, or a subprocess that runs `echo-memory up`
 - broker: `routed(...)` or `routed_services(...)` (FastStream's in-memory broker)
@@ -65,48 +65,66 @@ def _is_fixture(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return False
 
 
+def _params(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    return {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+
+
 class Module:
-    """One file's top-level functions and classes, each with the names it uses."""
+    """One file's tests, fixtures and helpers: for each, the fixtures it requests and the names it uses."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         tree = ast.parse(path.read_text(), str(path))
-        self.tests: dict[str, set[str]] = {}
-        self.fixtures: dict[str, set[str]] = {}
+        # name -> (fixture parameters, names used)
+        self.tests: dict[str, tuple[set[str], set[str]]] = {}
+        self.fixtures: dict[str, tuple[set[str], set[str]]] = {}
         self.helpers: dict[str, set[str]] = {}
 
         def visit(body: list[ast.stmt], in_test_class: bool) -> None:
             for node in body:
                 if isinstance(node, ast.ClassDef):
-                    is_test_class = node.name.startswith("Test")
-                    if is_test_class:
+                    if node.name.startswith("Test"):
                         visit(node.body, True)
                     else:
                         self.helpers[node.name] = _names(node)
                 elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    used = _names(node)
+                    entry = (_params(node), _names(node))
                     if _is_fixture(node):
-                        self.fixtures[node.name] = used
-                    elif node.name.startswith("test") and (in_test_class or node.col_offset == 0):
-                        key = node.name if not in_test_class else f"{node.name}@{node.lineno}"
-                        self.tests[key] = used
+                        self.fixtures[node.name] = entry
+                    elif node.name.startswith("test"):
+                        self.tests[f"{node.name}@{node.lineno}" if in_test_class else node.name] = entry
                     else:
-                        self.helpers[node.name] = used
+                        self.helpers[node.name] = entry[1]
 
         visit(tree.body, False)
 
 
-def _closure(start: set[str], graphs: list[dict[str, set[str]]]) -> set[str]:
-    """`start` and every name reached by following fixtures and helpers by name."""
-    seen = set(start)
-    todo = list(start)
-    while todo:
-        name = todo.pop()
-        for graph in graphs:
-            for more in graph.get(name, ()):
-                if more not in seen:
-                    seen.add(more)
-                    todo.append(more)
+def _reach(params: set[str], names: set[str], fixtures: dict[str, tuple[set[str], set[str]]],
+           helpers: dict[str, set[str]]) -> set[str]:
+    """Every name a test reaches: fixtures through the parameters that request them, helpers of its
+    module through the names that call them (a local variable named like a fixture requests nothing)."""
+    seen = set(params) | set(names)
+    todo_fixtures = list(params)
+    todo_helpers = list(names)
+    done_fixtures: set[str] = set()
+    done_helpers: set[str] = set()
+    while todo_fixtures or todo_helpers:
+        if todo_fixtures:
+            name = todo_fixtures.pop()
+            if name in done_fixtures or name not in fixtures:
+                continue
+            done_fixtures.add(name)
+            more_params, more_names = fixtures[name]
+            seen |= more_params | more_names
+            todo_fixtures.extend(more_params)
+            todo_helpers.extend(more_names)
+        else:
+            name = todo_helpers.pop()
+            if name in done_helpers or name not in helpers:
+                continue
+            done_helpers.add(name)
+            seen |= helpers[name]
+            todo_helpers.extend(helpers[name])
     return seen
 
 
@@ -123,8 +141,9 @@ def tier_of(reached: set[str]) -> str:
     return "other"
 
 
-def inventory(root: Path) -> dict[str, Counter[str]]:
-    """{directory under root: Counter of tiers}, for every test_*.py under root."""
+def inventory(root: Path, listing: list[tuple[str, str, str]] | None = None) -> dict[str, Counter[str]]:
+    """{directory under root: Counter of tiers}, for every test_*.py under root; each (directory,
+    test, tier) is appended to `listing` when given."""
     root_conftest = root.parent / "conftest.py"
     table: dict[str, Counter[str]] = {}
     for path in sorted(root.rglob("test_*.py")):
@@ -134,7 +153,7 @@ def inventory(root: Path) -> dict[str, Counter[str]]:
         confs = [Module(c) for c in (root_conftest, *_conftests(root, path)) if c.exists()]
         # The root conftest's `stack` and `handlers` are the tiers themselves: stop there, not at
         # the servers they start.
-        fixtures: dict[str, set[str]] = {}
+        fixtures: dict[str, tuple[set[str], set[str]]] = {}
         for conf in confs:
             fixtures.update(conf.fixtures)
         fixtures.update(module.fixtures)
@@ -143,12 +162,14 @@ def inventory(root: Path) -> dict[str, Counter[str]]:
         up = _uses_up(path)
         directory = path.relative_to(root).parts[0] if len(path.relative_to(root).parts) > 1 else "."
         counts = table.setdefault(directory, Counter())
-        for used in module.tests.values():
-            reached = _closure(used, [fixtures, module.helpers])
+        for name, (params, used) in module.tests.items():
+            reached = _reach(params, used, fixtures, module.helpers)
             tier = tier_of(reached)
             if tier == "other" and up:
                 tier = "full stack"
             counts[tier] += 1
+            if listing is not None:
+                listing.append((directory, f"{path.relative_to(root)}::{name.split('@')[0]}", tier))
     return table
 
 
@@ -187,8 +208,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", nargs="?", default=str(Path(__file__).resolve().parents[1] / "tests"))
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+    parser.add_argument("--list", metavar="DIRECTORY", help="each test of DIRECTORY and its tier, instead of the table")
     args = parser.parse_args(argv)
-    print(render(inventory(Path(args.root)), args.markdown))
+    listing: list[tuple[str, str, str]] = []
+    table = inventory(Path(args.root), listing)
+    if args.list:
+        for directory, test, tier in listing:
+            if directory == args.list:
+                print(f"{tier:<12} {test}")
+    else:
+        print(render(table, args.markdown))
     return 0
 
 
