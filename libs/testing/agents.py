@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -28,7 +28,7 @@ from faststream.nats import TestNatsBroker
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.config.edge import EdgeSettings
 from echo_memory.libs.core.contracts.bus import Caller
-from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.errors import TOOL_ERROR_META_KEY, EchoError
 from echo_memory.libs.core.contracts.framing import strip_delimiters
 from echo_memory.libs.core.contracts.parsing import parse_args
 from echo_memory.libs.core.contracts.verbs import verb as verb_spec
@@ -136,6 +136,50 @@ class Agent:
         return dict(result.structured_content)
 
 
+class ToolClient(Protocol):
+    """What calls tools: the MCP SDK's client over HTTP, or an `Agent`."""
+
+    def call_tool(self, name: str, arguments: dict[str, Any], /) -> Awaitable[Any]: ...
+
+
+async def call(client: ToolClient, tool: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """(is_error, structured content) of one tool call; an error's typed `error` is always in it."""
+    result = await client.call_tool(tool, args)
+    if result.is_error:
+        info = (result.meta or {}).get(TOOL_ERROR_META_KEY)
+        assert info is not None, f"a tool error without its typed error: {result!r}"
+        return True, {**(result.structured_content or {}), "error": dict(info)}
+    assert result.structured_content is not None, result.content
+    return False, dict(result.structured_content)
+
+
+class Writer:
+    """write_episode, query_memory, record_recall_save and get_audit_log as one agent's client calls them;
+    each must succeed."""
+
+    def __init__(self, client: ToolClient) -> None:
+        self.client = client
+
+    async def _ok(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, args)
+        assert not result.is_error, result.content
+        return dict(result.structured_content)
+
+    async def write(self, entities: list[Any], facts: list[dict[str, Any]], *,
+                    session: str = "s-1", **extra: Any) -> dict[str, Any]:
+        """One episode in project "ops" (unless `project` says otherwise); an entity is a (name, type) pair or its dict."""
+        return await self._ok("write_episode", {"project": "ops", **episode(entities, facts, session=session), **extra})
+
+    async def query(self, query: str, **extra: Any) -> dict[str, Any]:
+        return await self._ok("query_memory", {"query": query, **extra})
+
+    async def save(self, fact_id: str, read_id: str, note: str) -> dict[str, Any]:
+        return await self._ok("record_recall_save", {"fact_id": fact_id, "read_id": read_id, "note": note})
+
+    async def audit(self, **args: Any) -> dict[str, Any]:
+        return await self._ok("get_audit_log", args)
+
+
 def fact(source: str, target: str, relation: str, text: str, confidence: str = "extracted",
          **extra: Any) -> dict[str, Any]:
     """One fact of a write_episode call."""
@@ -147,6 +191,12 @@ def episode(entities: list[tuple[str, str]] | list[dict[str, Any]], facts: list[
     """write_episode's arguments; an entity is a (name, type) pair or its dict."""
     ents = [e if isinstance(e, dict) else {"name": e[0], "type": e[1]} for e in entities]
     return {"session_id": session, "entities": ents, "facts": facts, **extra}
+
+
+PAYMENTS = episode(
+    [("Payments service", "service"), ("Stripe", "vendor")],
+    [fact("Payments service", "Stripe", "charges cards through", "The payments service charges cards through Stripe.")],
+)
 
 
 async def write_episodes(agent: Agent, n: int, *, scope: str | None = None, session: str = "s-1") -> list[str]:
