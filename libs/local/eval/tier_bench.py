@@ -20,7 +20,7 @@ At each size it measures three arms on the same queries:
 It reports hit@10, recall@10 and MRR@10 with bootstrap intervals, the gold facts' tiers and how
 many were reached through a digest, latency, CPU per query of this process (the services run
 in-process) and of Postgres (the postmaster and every backend; background work such as autovacuum
-falls in it too), tokens per recall, the cost of the consolidation
+falls in it too), tokens per recall, the session brief's latency over the bus, the cost of the consolidation
 run, and the invariants that must hold at 100%: the facts' content unchanged by the run, `as_of`
 answers for a past instant unchanged, a rebuild giving identical digests; with the `org` history
 also the false-merge probe (no topic digest, and no digest of a look-alike entity, holds facts about
@@ -42,7 +42,14 @@ from pgvector.psycopg import register_vector_async
 
 from echo_memory.libs.local.eval import agent_facts, synthetic
 from echo_memory.libs.local.eval.bulk import copy_facts
-from echo_memory.libs.local.eval.metrics import hit_at, percentile, recall_at, reciprocal_rank, returned_tokens
+from echo_memory.libs.local.eval.metrics import (
+    hit_at,
+    latency_stats,
+    percentile,
+    recall_at,
+    reciprocal_rank,
+    returned_tokens,
+)
 from echo_memory.libs.local.eval.org_history import OrgHistory
 from echo_memory.libs.local.eval.org_load import load_history, load_reads
 from echo_memory.libs.local.eval.runner import new_scope, progress, summary, write_agent_facts
@@ -52,6 +59,7 @@ from echo_memory.libs.server.embed import MiniLM
 GOLD_AGE_DAYS = 300
 ENDED_SHARE = 10  # one distractor in ten is an ended version
 AS_OF_QUERIES = 10
+BRIEFS = 30
 
 CONTENT_HASH = """
 SELECT md5(string_agg(concat_ws('|', id, source_entity, target_entity, relation, text, t_valid, t_invalid,
@@ -209,6 +217,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         pg_cpu = _tree_cpu(postgres)
         hot = await _arm(call, scope, data, by_id, "hot")
         pg_hot_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
+        brief = await _brief_latency(call, scope)
         content_after = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         tiers: dict[str, str] = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
         probes = await _probes(conn, scope_id, org["look_alikes"]) if org is not None else None
@@ -221,7 +230,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
     for tier in tiers.values():
         gold_tiers[tier] = gold_tiers.get(tier, 0) + 1
     row = {
-        "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers,
+        "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers, "brief_ms": brief,
         **({"org": org["load"], "probes": probes} if org is not None else {}),
         "arms": {"flat": _scores([(ids, [], 0.0, 0, 0.0) for ids in flat], data),
                  "all": {**_scores(every, data), "postgres_cpu_ms_per_query": round(pg_all_ms, 2)},
@@ -301,6 +310,19 @@ async def _arm(call: Any, scope: str, data: agent_facts.AgentFacts, by_id: dict[
     return out
 
 
+async def _brief_latency(call: Any, scope: str) -> dict[str, float]:
+    """The session brief of the consolidated scope, over the bus: p50/p95 of BRIEFS calls after a warm-up."""
+    times = []
+    for attempt in range(BRIEFS + 3):
+        started = time.perf_counter()
+        result = await call("consolidation", "brief", {"scope": scope})
+        if attempt >= 3:
+            times.append((time.perf_counter() - started) * 1000)
+        if not result["items"]:
+            raise RuntimeError(f"the brief of consolidated scope {scope} held no digest")
+    return latency_stats(times)
+
+
 async def _as_of_answers(call: Any, scope: str, data: agent_facts.AgentFacts, instant: int) -> list[list[str]]:
     """Rankings as of 30 days ago (before any gold fact was read or any run): must not move."""
     answers = []
@@ -338,7 +360,8 @@ def _by_tier(answers: list[Answer], data: agent_facts.AgentFacts, by_id: dict[st
 
 def render_row(row: dict[str, Any]) -> str:
     lines = [f"distractors {row['distractors']}: gold tiers {row['gold_tiers']}; consolidation "
-             f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process"]
+             f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process; "
+             f"brief over the bus p50 {row['brief_ms']['p50']} ms, p95 {row['brief_ms']['p95']} ms"]
     for arm, figures in row["arms"].items():
         q = figures["quality"]
         line = (f"  {arm:<5} hit@10 {q['hit10']:.3f} [{q['hit10_ci95'][0]:.3f}, {q['hit10_ci95'][1]:.3f}]"
