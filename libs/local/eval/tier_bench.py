@@ -201,6 +201,8 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         content_before = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         instant = int(time.time()) - 30 * 86400  # one past instant for both sides of the invariant
         past = await _as_of_answers(call, scope, data, instant)
+        # Asked twice before anything moves: a difference here is the search's own, not consolidation's.
+        repeatable = past == await _as_of_answers(call, scope, data, instant)
         flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
         postgres = await _postmaster(conn)
         pg_cpu = _tree_cpu(postgres)
@@ -237,6 +239,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
                  "hot": {**_scores(hot, data), "postgres_cpu_ms_per_query": round(pg_hot_ms, 2)}},
         "hot_by_gold_tier": _by_tier(hot, data, by_id, tiers),
         "invariants": {"content_unchanged": content_before == content_after, "as_of_unchanged": past == past_after,
+                       "as_of_repeatable_before_the_run": repeatable,
                        "rebuild_identical": digests_before == digests_rebuilt},
     }
     if show:
