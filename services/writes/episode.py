@@ -132,6 +132,8 @@ async def write_episode(
         await track_deferrals(write)
         if not write.planned:
             return write.not_stored()
+        # Each audit row and outbox event is written right after the row it describes, so their
+        # ids follow the order of the writes.
         await store_entities(write)
         await store_episode(write)
         await store_facts(write)
