@@ -41,7 +41,13 @@ from psycopg.types.json import Jsonb
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import InvalidArgument
 from echo_memory.libs.core.contracts.identity import is_post_hoc
-from echo_memory.libs.core.contracts.write import DeferredMention, EdgeRef, WriteEpisodeInput, WriteEpisodeResult
+from echo_memory.libs.core.contracts.write import (
+    DeferredMention,
+    EdgeRef,
+    FactIn,
+    WriteEpisodeInput,
+    WriteEpisodeResult,
+)
 from echo_memory.libs.core.hygiene.instructions import instruction_flags
 from echo_memory.libs.core.secrets import find_secret
 from echo_memory.libs.server.embed import MiniLM, count_tokens
@@ -207,15 +213,12 @@ async def classify(w: EpisodeWrite) -> None:
                     f"resolved ({source.display}, {relation}, {target.display}); send one claim per edge"
                 )
             seen[edge] = index
-            planned = PlannedFact(fact, source, target, relation, await _active_edge(w, source, target, relation),
-                                  index - 1)
-            if _restates(planned):
-                active = planned.active
-                assert active is not None
+            active = await _active_edge(w, source, target, relation)
+            if active is not None and _restates(fact, active):
                 w.restated.append(EdgeRef(fact_id=str(active["id"]), source=source.display, target=target.display,
                                           relation=active["relation"]))
                 continue
-            w.planned.append(planned)
+            w.planned.append(PlannedFact(fact, source, target, relation, active, index - 1))
         w.deferred = [
             DeferredMention(mention=m.name, candidates=m.candidates, waiting_facts=m.waiting_facts,
                             answer=_answer(m))
@@ -238,10 +241,10 @@ async def _active_edge(w: EpisodeWrite, source: Mention, target: Mention, relati
             return await cur.fetchone()
 
 
-def _restates(p: PlannedFact) -> bool:
+def _restates(fact: FactIn, active: dict[str, Any]) -> bool:
     """True when the fact claims exactly what its active edge holds: nothing to write."""
-    claim = {"text": p.fact.fact, "confidence": p.fact.confidence, "causal_hint": p.fact.causal_hint}
-    return p.active is not None and all(p.active[k] == v for k, v in claim.items())
+    claim = {"text": fact.fact, "confidence": fact.confidence, "causal_hint": fact.causal_hint}
+    return all(active[k] == v for k, v in claim.items())
 
 
 def _answer(mention: Mention) -> str:

@@ -166,6 +166,7 @@ class EpisodeWrite:
         return list(dict.fromkeys(self.by_key.values()))
 
     def mention(self, name: str) -> Mention:
+        """The Mention a name or alias of the call stands for."""
         return self.by_key[key(name)]
 
     def taken(self) -> set[str]:
@@ -234,8 +235,8 @@ class EpisodeWrite:
     def _declared_new(self) -> list[str]:
         """Names of the mentions some fact uses that an `entity_resolutions` entry declares "new", once each.
 
-        Conflicting resolutions are not judged here (entities.record_choices refuses them later,
-        after the scope check, as before any vector is needed).
+        Conflicting resolutions are not judged here: entities.record_choices refuses them, after
+        the scope check.
         """
         names: dict[str, None] = {}
         for resolution in self.args.entity_resolutions:
