@@ -278,9 +278,10 @@ WHERE c.scope_id = ANY(%(scope_ids)s) AND c.canonical_id IN (SELECT id FROM answ
 # personalized PageRank puts nearly all its mass. Capped, so a hub entity cannot blow it up (at
 # 100k facts an entity has ~90 edges): the seeds' own edges up to edge_cap, then at most
 # GRAPH_EDGES_PER_ENTITY edges each way per frontier entity, again up to edge_cap.
-# Every cap walks an index in a fixed order, so the same store answers the same query with the
-# same edges. (A LIMIT over a sequential scan did not: Postgres starts large scans where another
-# one is, and the graph channel's edges, hence the ranking, changed from one run to the next.)
+# Every cap takes edges in id order (the (scope_id, entity, id) indexes of migration 0018 walk it
+# without sorting), so the same facts answer the same query with the same edges, wherever their
+# rows sit on disk: a LIMIT over a scan in storage order changed the edges, hence the ranking,
+# after a row moved (a tier move, a superseded version ended, a restore).
 GRAPH_EDGES_PER_ENTITY = 3
 GRAPH_NEIGHBOURHOOD = f"""
 WITH hop1 AS (
@@ -297,10 +298,10 @@ hop2 AS (
     FROM frontier
     CROSS JOIN LATERAL (
         (SELECT f.id, f.source_entity, f.target_entity FROM facts f
-         WHERE {_VISIBLE} AND f.source_entity = frontier.e LIMIT {GRAPH_EDGES_PER_ENTITY})
+         WHERE {_VISIBLE} AND f.source_entity = frontier.e ORDER BY f.id LIMIT {GRAPH_EDGES_PER_ENTITY})
         UNION ALL
         (SELECT f.id, f.source_entity, f.target_entity FROM facts f
-         WHERE {_VISIBLE} AND f.target_entity = frontier.e LIMIT {GRAPH_EDGES_PER_ENTITY})
+         WHERE {_VISIBLE} AND f.target_entity = frontier.e ORDER BY f.id LIMIT {GRAPH_EDGES_PER_ENTITY})
     ) AS n
 )
 SELECT e.id::text, coalesce(cs.canonical_id, e.source_entity)::text, coalesce(ct.canonical_id, e.target_entity)::text

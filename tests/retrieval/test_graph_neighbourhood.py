@@ -1,7 +1,7 @@
 """The graph channel's neighbourhood: capped per hop, in a fixed order, inside the scope.
 
 A hub entity with more edges than the cap must give the same edges on every call (the ranking
-depends on them), in id order, with the seeds' own edges chosen first and each frontier entity
+depends on them), and after its rows moved on disk, in id order, with the seeds' own edges chosen first and each frontier entity
 contributing at most GRAPH_EDGES_PER_ENTITY edges each way.
 """
 
@@ -82,3 +82,16 @@ async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(stack
     for _, source, _ in second:
         per_spoke[source] = per_spoke.get(source, 0) + 1
     assert max(per_spoke.values()) <= GRAPH_EDGES_PER_ENTITY
+
+    # A spoke gives its lowest-id edges, wherever their rows sit: rows moved on disk (as a tier
+    # move or the end of a superseded version moves them) give the same neighbourhood.
+    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
+        for spoke in reached:
+            lowest = {r[0] for r in await (await conn.execute(
+                "SELECT id::text FROM facts WHERE scope_id = %s AND source_entity = %s::uuid ORDER BY id LIMIT %s",
+                (scope_id, spoke, GRAPH_EDGES_PER_ENTITY))).fetchall()}
+            assert {e[0] for e in second if e[1] == spoke} <= lowest, spoke
+        await conn.execute("UPDATE facts SET tier = 'consolidated' WHERE scope_id = %s AND md5(id::text) < '8'",
+                           (scope_id,))
+        await conn.commit()
+        assert await ch.graph_neighbourhood(conn, search, named) == edges
