@@ -11,6 +11,9 @@ from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, frame_text
 from echo_memory.libs.server.store import access
 from echo_memory.services.consolidation import queries as q
 
+# The digests read, in the brief's order, to fill the budget: a few dozen fit in the largest one, so
+# the rest of a large store's digests are counted, not read.
+CANDIDATE_ROWS = 200
 EMPTY = "no digests yet: run `echo-memory consolidate` (or wait for the next automatic run)"
 
 
@@ -35,14 +38,16 @@ async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput)
         scopes = await access.resolve_read_scopes(conn, caller, args.scope)
     scope_ids = [s.id for s in scopes if s.id is not None]
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(q.BRIEF_DIGESTS, {"scope_ids": scope_ids, "projects": _project_names(args.project)})
+        await cur.execute(q.BRIEF_DIGESTS, {"scope_ids": scope_ids, "projects": _project_names(args.project),
+                                            "rows": CANDIDATE_ROWS})
         rows = await cur.fetchall()
+    available = (await (await conn.execute(q.BRIEF_DIGEST_COUNT, {"scope_ids": scope_ids})).fetchone())[0]  # type: ignore[index]
     names: dict[str, str] = {s.stored_name: s.name for s in scopes}
     items: list[BriefItem] = []
     used = 0
     for r in rows:
         if used + r["token_count"] > args.max_tokens:
-            continue  # a smaller digest further down may still fit
+            continue  # a smaller digest further down (among the rows read) may still fit
         used += r["token_count"]
         scope = names.get(r["scope_name"]) or r["scope_name"]
         items.append(BriefItem(digest_id=r["digest_id"], kind=r["kind"], entity=r["entity"], scope=scope,
@@ -52,8 +57,8 @@ async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput)
         note = EMPTY
     elif not items:
         note = f"no digest fits in {args.max_tokens} tokens; the smallest takes {min(r['token_count'] for r in rows)}"
-    heading = f"Memory brief: {len(items)} of {len(rows)} digests" + (
+    heading = f"Memory brief: {len(items)} of {available} digests" + (
         f", project {args.project} first" if args.project else "")
     text = frame_text("\n\n".join([heading, *(item.summary for item in items)]))
     return BriefResult(memory_notice=MEMORY_NOTICE, items=items, text=text, tokens=used,
-                       digests_available=len(rows), note=note)
+                       digests_available=int(available), note=note)

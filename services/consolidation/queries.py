@@ -155,7 +155,8 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 # ---- brief -----------------------------------------------------------------------------------
 
 # A digest is in the project when one of its facts was written in it, named as a path or by its
-# last part (agents record either).
+# last part (agents record either). Only the first %(rows)s in the brief's order are read: a large
+# store holds tens of thousands of digests, and a brief of at most 8,000 tokens quotes a few dozen.
 BRIEF_DIGESTS = """
 SELECT d.id::text AS digest_id, d.kind, s.name AS scope_name, e.name AS entity, d.summary, d.token_count,
        cardinality(d.member_ids) AS facts, d.last_seen,
@@ -167,4 +168,8 @@ JOIN scopes s ON s.id = d.scope_id
 LEFT JOIN entities e ON e.id = d.subject_id AND d.kind = 'entity'
 WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
 ORDER BY in_project DESC, d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, e.name, d.id
+LIMIT %(rows)s
+"""
+BRIEF_DIGEST_COUNT = """
+SELECT count(*) FROM digests d WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
 """

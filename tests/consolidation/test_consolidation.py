@@ -12,6 +12,7 @@ from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound, ScopeDenied
 from echo_memory.libs.core.contracts.framing import CLOSE_TAG, OPEN_TAG
 from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.consolidation import brief as brief_module
 
 CONTENT = """
 SELECT md5(string_agg(concat_ws('|', id, scope_id, source_entity, target_entity, relation, text, confidence,
@@ -204,7 +205,9 @@ async def test_a_digest_quotes_only_its_members_and_never_joins_look_alikes(hand
         assert touching == (len(members),), name
 
 
-async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(handlers: Handlers) -> None:
+async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(
+    handlers: Handlers, monkeypatch: pytest.MonkeyPatch
+) -> None:
     reader = _writer(handlers, "codex")
     empty = await handlers.call(reader, "consolidation", "brief", {})
     assert empty["items"] == [] and "consolidate" in empty["note"]
@@ -228,6 +231,10 @@ async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(ha
     tight = await handlers.call(reader, "consolidation", "brief", {"project": "web", "max_tokens": max(50, smallest)})
     assert 1 <= len(tight["items"]) < len(brief["items"]) and tight["tokens"] <= max(50, smallest)
     assert tight["digests_available"] == brief["digests_available"] == len(brief["items"])
+    # A large store's brief reads only the first digests in its order, and still counts them all.
+    monkeypatch.setattr(brief_module, "CANDIDATE_ROWS", 2)
+    capped = await handlers.call(reader, "consolidation", "brief", {"project": "web", "max_tokens": 2000})
+    assert capped["items"] == brief["items"][:2] and capped["digests_available"] == brief["digests_available"] > 2
     outsider = Caller(org=handlers.org, agent_id="ops-bot", read_scopes=["team-ops"], write_scopes=[])
     with pytest.raises(ScopeDenied):
         await handlers.call(outsider, "consolidation", "brief", {"scope": "shared"})
