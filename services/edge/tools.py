@@ -62,7 +62,7 @@ def rate_key(caller: Caller) -> str:
 class ToolSpec:
     """A tool: the bus verb it calls (its service, models and time-out) and what clients are told."""
 
-    verb: Verb
+    verb: Verb[Any, Any]
     description: str
     read_only: bool
 
