@@ -134,7 +134,7 @@ async def admin_call(settings: Settings, service: str, verb: str, args: dict[str
     `bus_session`) and every EchoError of `BusClient.call`.
     """
     async with bus_session(settings) as broker:
-        return await BusClient(broker).call(
+        return await BusClient(broker).call_by_name(
             caller=admin_caller(settings.org),
             service=service,
             verb=verb,

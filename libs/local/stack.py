@@ -149,7 +149,7 @@ class EchoStack:
         """A bus request as the org's admin identity (what the CLI sends), by default with the verb's own time-out."""
         if timeout is None:
             timeout = float(getattr(self.settings.timeouts, verb_spec(service, verb).timeout))
-        return await BusClient(self._admin_broker).call(
+        return await BusClient(self._admin_broker).call_by_name(
             caller=access.admin_caller(self.org),
             service=service, verb=verb, args=args, timeout=timeout,
         )

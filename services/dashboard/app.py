@@ -67,7 +67,7 @@ class Api:
 
     async def call(self, service: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
         timeout = float(getattr(self.settings.timeouts, verb(service, name).timeout))
-        return await self.bus.call(caller=self.caller, service=service, verb=name, args=args, timeout=timeout)
+        return await self.bus.call_by_name(caller=self.caller, service=service, verb=name, args=args, timeout=timeout)
 
     def routes(self) -> list[Route]:
         return [

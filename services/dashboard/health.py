@@ -36,4 +36,4 @@ async def health_summary(bus: BusClient, caller: Caller, settings: Settings, sco
         return None
     timeout = float(getattr(settings.timeouts, verb(HEALTH_SERVICE, HEALTH_VERB).timeout))
     args: dict[str, Any] = {"scope": scope} if scope else {}
-    return await bus.call(caller=caller, service=HEALTH_SERVICE, verb=HEALTH_VERB, args=args, timeout=timeout)
+    return await bus.call_by_name(caller=caller, service=HEALTH_SERVICE, verb=HEALTH_VERB, args=args, timeout=timeout)

@@ -55,7 +55,7 @@ async def snapshot_data(settings: Settings, bus: BusClient, scopes: list[str] | 
 
     async def call(service: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
         timeout = float(getattr(settings.timeouts, verb(service, name).timeout))
-        return await bus.call(caller=caller, service=service, verb=name, args=args, timeout=timeout)
+        return await bus.call_by_name(caller=caller, service=service, verb=name, args=args, timeout=timeout)
 
     filters: dict[str, Any] = {"scope": scopes} if scopes else {}
     graph = await call("audit", "dashboard_graph", filters)

@@ -156,7 +156,7 @@ class BusTokenVerifier(TokenVerifier):
             return None
         self.bus_calls += 1
         result = TokenVerifyResult.model_validate(
-            await self._bus.call(
+            await self._bus.call_by_name(
                 caller=Caller(org=org, agent_id=EDGE_AGENT),
                 service="writes",
                 verb="token_verify",

@@ -164,7 +164,7 @@ def _make_tool(  # type: ignore[no-untyped-def]
                 # Result size is bounded here, whatever the caller asks.
                 arguments = cap_max_tokens(arguments, limits.default_max_tokens, limits.max_result_tokens)
             args = parse_args(spec.input_model, strip_delimiters(arguments))
-            result = await bus.call(
+            result = await bus.call_by_name(
                 caller=caller,
                 service=service,
                 verb=spec.name,

@@ -126,7 +126,7 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     broker = make_broker(stack.nats_url)
     await broker.start()
     try:
-        traced = await BusClient(broker).call(
+        traced = await BusClient(broker).call_by_name(
             caller=Caller(org=target_org, agent_id="cursor", read_scopes=["shared"]), service="causal",
             verb="trace_cause", args={"topic": "Billing API"}, timeout=10)
     finally:
@@ -236,7 +236,7 @@ async def test_export_and_import_need_the_admin_identity(stack: EchoStack) -> No
         agent = Caller(org=stack.org, agent_id="claude-code", read_scopes=["shared", "solo"], write_scopes=["shared"])
         for verb, args in (("export", {}), ("import", {"import_id": "6f1d2c3b-0000-4000-8000-000000000002"})):
             with pytest.raises(EchoError) as caught:
-                await BusClient(broker).call(caller=agent, service="audit", verb=verb, args=args, timeout=5)
+                await BusClient(broker).call_by_name(caller=agent, service="audit", verb=verb, args=args, timeout=5)
             assert caught.value.code == "scope_denied", verb
         with pytest.raises(EchoError) as caught:
             await stack.admin_call("audit", "export", {"scope": "no-such-scope"})

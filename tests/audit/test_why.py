@@ -107,7 +107,7 @@ async def test_why_refuses_unknown_malformed_and_unreadable_ids_with_typed_error
 
         async def why_as(agent: str, fact_id: str) -> dict[str, Any]:
             caller = Caller(org=stack.org, agent_id=agent, read_scopes=["shared", "solo"], write_scopes=[])
-            return await bus.call(caller=caller, service="audit", verb="why", args={"fact_id": fact_id}, timeout=5)
+            return await bus.call_by_name(caller=caller, service="audit", verb="why", args={"fact_id": fact_id}, timeout=5)
 
         assert (await why_as("claude-code", solo_id))["scope"] == "solo"
         cases = [("cursor", solo_id, "not_found"), ("cursor", "00000000-0000-0000-0000-000000000000", "not_found"),

@@ -36,7 +36,7 @@ def own_nats() -> Iterator[NatsServer]:
 
 async def _call(broker: NatsBroker, timeout: float = 1.0) -> EchoError:
     with pytest.raises(EchoError) as caught:
-        await BusClient(broker).call(caller=admin_caller(ORG), service=SERVICE, verb=VERB, args={}, timeout=timeout)
+        await BusClient(broker).call_by_name(caller=admin_caller(ORG), service=SERVICE, verb=VERB, args={}, timeout=timeout)
     return caught.value
 
 

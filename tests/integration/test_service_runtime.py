@@ -56,7 +56,7 @@ async def _call(nats_url: str, org: str, timeout: float = 10) -> dict[str, Any]:
     broker = make_broker(nats_url)
     await broker.start()
     try:
-        return await BusClient(broker).call(caller=_caller(org), service=SERVICE, verb=VERB, args={}, timeout=timeout)
+        return await BusClient(broker).call_by_name(caller=_caller(org), service=SERVICE, verb=VERB, args={}, timeout=timeout)
     finally:
         await broker.stop()
 
@@ -227,9 +227,9 @@ async def test_reindex_loads_the_model_only_when_it_re_embeds(database_url: str,
     await broker.start()
     bus = BusClient(broker)
     try:
-        status = await bus.call(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
+        status = await bus.call_by_name(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
         assert status and running.ctx.embedder is None  # a freshness check needs only the model's name
-        await bus.call(caller=_caller(org), service="reindex", verb="reindex", args={"step": "embeddings"},
+        await bus.call_by_name(caller=_caller(org), service="reindex", verb="reindex", args={"step": "embeddings"},
                        timeout=120)
         assert running.ctx.embedder is not None
     finally:
@@ -246,13 +246,13 @@ async def test_reindex_keeps_answering_while_its_model_loads(database_url: str, 
     await broker.start()
     bus = BusClient(broker)
     try:
-        first = asyncio.create_task(bus.call(caller=_caller(org), service="reindex", verb="reindex",
+        first = asyncio.create_task(bus.call_by_name(caller=_caller(org), service="reindex", verb="reindex",
                                              args={"step": "embeddings"}, timeout=120))
         # Ask for freshness while the first re-embedding loads the model (0.3–1 s). A load on the
         # event loop would hold this answer until the model is in memory.
         while not running.ctx._loading.locked() and not first.done():
             await asyncio.sleep(0.005)
-        status = await bus.call(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
+        status = await bus.call_by_name(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
         answered_while_loading = running.ctx.embedder is None
         await first
     finally:

@@ -65,10 +65,10 @@ async def test_routes_on_the_in_memory_broker_answer_typed(database_url: str, or
     async with routed("retrieval", settings, embedder=embedder, database_url=database_url) as bus:
         admin = access.admin_caller(org)
         with pytest.raises(InvalidArgument):
-            await bus.call(caller=admin, service="retrieval", verb="query_memory", args={"top_k": 1}, timeout=10)
-        empty = await bus.call(caller=admin, service="retrieval", verb="query_memory", args={"query": "x"}, timeout=30)
+            await bus.call_by_name(caller=admin, service="retrieval", verb="query_memory", args={"top_k": 1}, timeout=10)
+        empty = await bus.call_by_name(caller=admin, service="retrieval", verb="query_memory", args={"query": "x"}, timeout=30)
         assert empty["results"] == []
         with pytest.raises(NotFound):  # a subject for an org this deployment does not serve
-            await bus.call(caller=access.admin_caller("t-unknown"), service="retrieval", verb="query_memory",
+            await bus.call_by_name(caller=access.admin_caller("t-unknown"), service="retrieval", verb="query_memory",
                            args={"query": "x"}, timeout=10)
     assert settings.database_url is None or isinstance(settings.database_url, SecretStr)

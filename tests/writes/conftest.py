@@ -87,7 +87,7 @@ class Bus:
     async def verb(self, verb: str, args: dict[str, Any], agent: str = "fuzzer", **caller: Any) -> dict[str, Any]:
         who = Caller(org=self.org, agent_id=agent, read_scopes=caller.get("read", ["shared", "solo"]),
                      write_scopes=caller.get("write", ["shared", "solo"]), tool="pytest")
-        return await self.client.call(caller=who, service="writes", verb=verb, args=args, timeout=30)
+        return await self.client.call_by_name(caller=who, service="writes", verb=verb, args=args, timeout=30)
 
 
 @pytest.fixture

@@ -162,7 +162,7 @@ async def _store_turn(settings: Settings, turn: dict[str, Any]) -> str:
     caller = Caller(org=settings.org, agent_id=client, tool=client, read_scopes=list(DEFAULT_GRANTS),
                     write_scopes=list(DEFAULT_GRANTS))
     async with bus_session(settings) as broker:
-        answer = await BusClient(broker).call(
+        answer = await BusClient(broker).call_by_name(
             caller=caller, service="writes", verb="import_episodes", args={"episodes": [episode_of(turn)]},
             timeout=verb_timeout(settings, "writes", "import_episodes"),
         )

@@ -82,7 +82,7 @@ async def _bus(settings: Settings) -> AsyncIterator[tuple[Any, Any]]:
 
         def calling(caller: Any) -> Any:
             async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-                return await client.call(caller=caller, service=service, verb=verb, args=args,
+                return await client.call_by_name(caller=caller, service=service, verb=verb, args=args,
                                          timeout=verb_timeout(settings, service, verb))
             return call
 
