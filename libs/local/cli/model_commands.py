@@ -73,6 +73,7 @@ def _run(settings: Settings, command: str, work: Any) -> int:
 async def _bus(settings: Settings) -> AsyncIterator[tuple[Any, Any]]:
     """(as the admin, as the distil identity): bus calls bounded by each verb's time-out class."""
     from echo_memory.libs.core.contracts.identity import admin_caller
+    from echo_memory.libs.core.contracts.verbs import verb as verb_entry
     from echo_memory.libs.local.connection import bus_session, verb_timeout
     from echo_memory.libs.local.llm.jobs import distil_caller
     from echo_memory.libs.server.bus.client import BusClient
@@ -83,7 +84,7 @@ async def _bus(settings: Settings) -> AsyncIterator[tuple[Any, Any]]:
         def calling(caller: Any) -> Any:
             async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
                 return await client.call_by_name(caller=caller, service=service, verb=verb, args=args,
-                                         timeout=verb_timeout(settings, service, verb))
+                                                 timeout=verb_timeout(settings, verb_entry(service, verb)))
             return call
 
         yield calling(admin_caller(settings.org)), calling(distil_caller(settings.org))
