@@ -25,6 +25,7 @@ from pgvector.psycopg import register_vector_async
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.bus import Caller, Request
 from echo_memory.libs.core.contracts.errors import from_info
+from echo_memory.libs.core.contracts.verbs import In, Out, Verb
 from echo_memory.libs.server.bus.broker import make_broker
 from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.libs.server.embed import MiniLM
@@ -111,6 +112,14 @@ class Handlers:
     async def admin_call(self, service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         """A call as the org's admin identity (what the CLI sends)."""
         return await self.call(access.admin_caller(self.org), service, verb, args)
+
+    async def call_verb(self, caller: Caller, verb: Verb[In, Out], args: In) -> Out:
+        """`call` as `BusClient.call` makes it: the fields set on `args` sent, the result as `verb.output`.
+
+        Raises the verb's typed `EchoError`; pydantic's ValidationError if the result is not `verb.output`.
+        """
+        result = await self.call(caller, verb.service, verb.name, args.model_dump(mode="json", exclude_unset=True))
+        return verb.output.model_validate(result)
 
 
 @asynccontextmanager
