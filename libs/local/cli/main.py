@@ -102,7 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         # A command's arguments built into a verb's model here rather than at the service: the
         # same refusal the service would give them.
-        print(f"{prefix}: {invalid_argument(exc).message}", file=sys.stderr)
+        refused = invalid_argument(exc)
+        print(f"{prefix}: {refused.code}: {refused.message}", file=sys.stderr)
         return 1
     except ConnectionError as exc:
         print(f"{prefix}: a connection failed ({exc.strerror or exc}); is Echo Memory running? "
