@@ -31,7 +31,7 @@ from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.service.context import ServiceContext
 from echo_memory.libs.server.service.registry import SERVICES, service_info
-from echo_memory.libs.server.service.routes import AnyRoute, answer, build_router
+from echo_memory.libs.server.service.routes import RouteEntry, answer, build_router
 from echo_memory.libs.server.store import access
 from echo_memory.libs.server.store.pool import OrgDatabases
 
@@ -86,7 +86,7 @@ class Handlers:
         self.conn = conn
         self.org = org
         self.settings = settings or Settings(org=org)
-        self._routes: dict[tuple[str, str], tuple[ServiceContext, AnyRoute]] = {}
+        self._routes: dict[tuple[str, str], tuple[ServiceContext, RouteEntry]] = {}
         databases = OneConnection(org, conn)
         for info in SERVICES:
             ctx = ServiceContext(
@@ -103,7 +103,7 @@ class Handlers:
 
     async def call(self, caller: Caller, service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         ctx, route = self._routes[(service, verb)]
-        reply = await answer(ctx, route.verb, route, self.org, Request(caller=caller, args=args))
+        reply = await answer(ctx, route, self.org, Request(caller=caller, args=args))
         if reply.error is not None:
             raise from_info(reply.error)
         assert reply.result is not None

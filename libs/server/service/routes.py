@@ -35,7 +35,7 @@ StoreFunction = Callable[[psycopg.AsyncConnection, Caller, In], Awaitable[Out]]
 DEFAULT_MAX_PAYLOAD = 1_048_576
 
 
-class AnyRoute:
+class RouteEntry:
     """A route whatever its verb's models: what the runtime reads, and the element of a route table.
 
     Deliberately not generic: in a `list[Route[Any, Any]]` mypy infers `Any` for each `Route(...)` and
@@ -49,7 +49,7 @@ class AnyRoute:
 
 
 @dataclass(frozen=True)
-class Route(AnyRoute, Generic[In, Out]):
+class Route(RouteEntry, Generic[In, Out]):
     """One verb constant and the handler that answers it, typed alike so mypy checks the pair.
 
     `after(org)` runs once the verb's transaction has committed (e.g. to wake the outbox relay).
@@ -64,7 +64,7 @@ class Route(AnyRoute, Generic[In, Out]):
 
 
 # A service's route table.
-Routes = list[AnyRoute]
+Routes = list[RouteEntry]
 
 
 def on_connection(fn: StoreFunction[In, Out]) -> Handler[In, Out]:
@@ -85,7 +85,7 @@ def build_router(ctx: ServiceContext, routes: Routes) -> NatsRouter:
     for route in routes:
         router.subscriber(
             subscribe_pattern(ctx.name, route.verb.name), queue=queue_group(ctx.name), max_workers=workers
-        )(_subscriber(ctx, route.verb, route))
+        )(_subscriber(ctx, route))
     return router
 
 
@@ -107,25 +107,25 @@ def check_routes(service: str, routes: Routes) -> None:
         )
 
 
-def _subscriber(ctx: ServiceContext, spec: Verb[Any, Any], route: AnyRoute) -> Callable[..., Awaitable[bytes]]:
+def _subscriber(ctx: ServiceContext, route: RouteEntry) -> Callable[..., Awaitable[bytes]]:
     tracing = tracer_provider(ctx.name)
+    spec = route.verb
 
     async def subscriber(request: Request, org: str = SubjectParam()) -> bytes:
         with serving_as(tracing):  # SQL spans name this service, also in a process hosting several
-            reply = await answer(ctx, spec, route, org, request)
+            reply = await answer(ctx, route, org, request)
         return encode_reply(reply, _max_payload(ctx), ctx.name, spec.name)
 
     subscriber.__name__ = f"on_{spec.name}"
     return subscriber
 
 
-async def answer(
-    ctx: ServiceContext, spec: Verb[Any, Any], route: AnyRoute, org: str, request: Request
-) -> Reply:
+async def answer(ctx: ServiceContext, route: RouteEntry, org: str, request: Request) -> Reply:
     """Validate, run the handler in one transaction on `org`'s database, reply typed, and count it."""
+    spec = route.verb
     started = time.perf_counter()
     with ctx.metrics.in_flight.labels(ctx.name, spec.name).track_inprogress():
-        result, error = await _answer(ctx, spec, route, org, request)
+        result, error = await _answer(ctx, route, org, request)
     ctx.metrics.observe_verb(spec.name, error.code if error else "ok", time.perf_counter() - started)
     if route.observe is not None:
         route.observe(request.caller, result, error)
@@ -136,8 +136,9 @@ async def answer(
 
 
 async def _answer(
-    ctx: ServiceContext, spec: Verb[Any, Any], route: AnyRoute, org: str, request: Request
+    ctx: ServiceContext, route: RouteEntry, org: str, request: Request
 ) -> tuple[BaseModel | None, EchoError | None]:
+    spec = route.verb
     try:
         with steps.request(spec.name):
             with steps.step("validate_args"):
