@@ -59,7 +59,7 @@ browser-deps:
 # control plane runs only while its tests do; k8s-real-bin builds that control plane first (or reuses it)
 # and stops here when it cannot.
 test: lint browser-deps images k8s-real-bin
-	$(BIN)/python -m pytest -m "not k8s_real"
+	$(BIN)/python -m pytest -m "not k8s_real" --durations=15
 	$(K8S_REAL_PYTEST)
 
 # Builds kube-apiserver, kube-controller-manager and etcd into K8S_REAL_DIR, or reuses a finished build.

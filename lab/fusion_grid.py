@@ -37,6 +37,7 @@ from echo_memory.libs.testing import EchoStack
 from echo_memory.services.retrieval import search
 from echo_memory.services.retrieval.channels import Pool
 from echo_memory.services.retrieval.fusion import fuse
+from echo_memory.services.retrieval.request import Search
 
 K = 10
 
@@ -92,9 +93,10 @@ async def candidate_pool(
     embedding_job = asyncio.create_task(asyncio.to_thread(embedder.embed_one, query))
     try:
         scopes = await resolve_read_scopes(conn, caller, args.scope)
-        params = {"scope_ids": [s.id for s in scopes if s.id is not None], "at": datetime.now(tz=UTC),
-                  "embedding": None, "query": query}
-        pool, _, _ = await search._candidates(conn, caller, args, settings, params, embedding_job, None, embedder.name)
+        wanted = Search(caller=caller, scopes=tuple(scopes), query=query, as_of=None, at=datetime.now(tz=UTC),
+                        tier=args.tier, top_k=args.top_k, include_episodes=args.include_episodes,
+                        settings=settings, model=embedder.name, vector=embedding_job)
+        pool, _, _ = await search._candidates(conn, wanted, None)
     finally:
         await settle(embedding_job)
     return pool

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,15 +20,17 @@ import numpy as np
 import psycopg
 import scipy.sparse
 
+from echo_memory.libs.core.contracts.query import Channel, ItemKind
 from echo_memory.libs.core.contracts.reindex import LEXICAL_FORMAT_VERSION
 from echo_memory.libs.server.telemetry import db_span
 from echo_memory.services.retrieval import queries as q
+from echo_memory.services.retrieval.request import Search
 
 
 @dataclass
 class Candidate:
     id: str
-    kind: str  # fact | episode
+    kind: ItemKind
     # Cosine to the query. The graph channel finds its edges without reading vectors;
     # `fill_cosines` sets theirs before fusion (NaN until then).
     cos: float
@@ -42,7 +45,7 @@ class Candidate:
     # What BM25 gives an average-length item of this corpus that holds every query term the
     # corpus knows once (the sum of their idfs): how much lexical evidence the query could have.
     lex_ideal: float = 0.0
-    channels: set[str] = field(default_factory=set)
+    channels: set[Channel] = field(default_factory=set)
     neighbours: set[str] = field(default_factory=set)
     # For a turn that asks a question: its reply, the first turn of its session after it that
     # another speaker said (set by `neighbours`, which adds that turn to the pool).
@@ -60,7 +63,8 @@ class LexicalMode:
 Pool = dict[str, Candidate]
 
 
-def _add(pool: Pool, row: tuple[Any, ...], kind: str, channel: str, **signal: float) -> None:
+def _add(pool: Pool, kind: ItemKind, channel: Channel, row: Sequence[Any]) -> Candidate:
+    """The candidate of `row` (id, cosine or None), added to `pool` when new, found by `channel` too."""
     ident, cos = str(row[0]), (float(row[1]) if row[1] is not None else math.nan)
     cand = pool.get(ident)
     if cand is None:
@@ -68,23 +72,36 @@ def _add(pool: Pool, row: tuple[Any, ...], kind: str, channel: str, **signal: fl
     elif math.isnan(cand.cos):
         cand.cos = cos
     cand.channels.add(channel)
-    for name, value in signal.items():
-        setattr(cand, name, max(getattr(cand, name), value))
+    return cand
 
 
-@dataclass
+# The corpora as q.CORPUS_SIZES names them.
+CORPUS_NAMES = {ItemKind.FACT: "facts", ItemKind.EPISODE: "episodes"}
+
+
+@dataclass(frozen=True)
 class Corpus:
     """What the statistics say about one corpus of the scopes read."""
 
+    kind: ItemKind
     docs: int = 0  # rows counted by the statistics
     format_version: int | None = None  # the oldest format among them
     scopes_with_stats: int = 0
     has_rows: bool = False  # whether the corpus holds any searchable row, statistics or not
 
+    @property
+    def name(self) -> str:
+        return CORPUS_NAMES[self.kind]
 
-def corpus_sizes(rows: list[tuple[Any, ...]]) -> dict[str, Corpus]:
-    """'facts' and 'episodes' -> their Corpus in the scopes read, from the rows of q.CORPUS_SIZES."""
-    return {r[0]: Corpus(int(r[1]), r[2], int(r[3]), bool(r[4])) for r in rows}
+
+def corpus_sizes(rows: list[tuple[Any, ...]]) -> dict[ItemKind, Corpus]:
+    """Both kinds -> their Corpus in the scopes read, from the rows of q.CORPUS_SIZES (empty when absent)."""
+    found = {r[0]: r for r in rows}
+    sizes: dict[ItemKind, Corpus] = {}
+    for kind, name in CORPUS_NAMES.items():
+        r = found.get(name)
+        sizes[kind] = Corpus(kind, int(r[1]), r[2], int(r[3]), bool(r[4])) if r is not None else Corpus(kind)
+    return sizes
 
 
 # A consolidated search expands this many digests, and of each at most this many member facts.
@@ -92,51 +109,50 @@ DIGESTS_EXPANDED = 5
 MEMBERS_PER_DIGEST = 20
 
 
-def tiered(sql: str, params: dict[str, Any]) -> str:
+def tiered(sql: str, search: Search) -> str:
     """`sql`, a facts channel statement, limited to hot facts when the search asks for the hot tier."""
-    return q.HOT_ONLY[sql] if params.get("tier") == "hot" else sql
+    return q.HOT_ONLY[sql] if search.hot else sql
 
 
-async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
+async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> None:
     """The member facts of the digests nearest the query, each with its cosine (channel `via_digest`):
     how a hot-tier search reaches consolidated and archived facts."""
-    bounds = {"digests": DIGESTS_EXPANDED, "members": MEMBERS_PER_DIGEST}
-    with db_span("via_digests", org=org):
-        rows = await (await conn.execute(q.DIGEST_MEMBERS, {**params, **bounds}, prepare=False)).fetchall()
+    binds = await search.vector_binds(digests=DIGESTS_EXPANDED, members=MEMBERS_PER_DIGEST)
+    with db_span("via_digests", org=search.org):
+        rows = await (await conn.execute(q.DIGEST_MEMBERS, binds, prepare=False)).fetchall()
     for row in rows:
-        _add(pool, row, "fact", "via_digest")
+        _add(pool, ItemKind.FACT, Channel.VIA_DIGEST, row)
 
 
-async def dense(
-    conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], kind: str, *, use_hnsw: bool, org: str
-) -> None:
-    """The `limit` nearest visible items of one corpus, exact or through HNSW.
+async def dense(conn: psycopg.AsyncConnection, pool: Pool, search: Search, corpus: Corpus) -> None:
+    """The `limit` nearest visible items of one corpus, exact or through HNSW (above the threshold).
 
     The HNSW path needs q.HNSW_SETTINGS run earlier in the same transaction (iterative scan:
     without it, a scope that is a small part of the index can come back with too few rows);
     query_memory sets them while the query is still being embedded, off the critical path.
     """
-    if kind == "fact":
-        sql = tiered(q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT, params)
+    use_hnsw = corpus.docs > search.settings.hnsw_threshold
+    if corpus.kind is ItemKind.FACT:
+        sql = tiered(q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT, search)
     else:
         sql = q.DENSE_EPISODES_HNSW if use_hnsw else q.DENSE_EPISODES_EXACT
-    with db_span(f"dense_{kind}s_{'hnsw' if use_hnsw else 'exact'}", org=org):
+    binds = await search.vector_binds()
+    with db_span(f"dense_{corpus.name}_{'hnsw' if use_hnsw else 'exact'}", org=search.org):
         # Never a server-side prepared statement: after five runs Postgres may switch to a
         # generic plan, which cannot see LIMIT and the vector and sorts the whole scope instead
         # of walking the HNSW index (measured at 100k facts: 9 ms instead of 2-3 ms).
-        rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
+        rows = await (await conn.execute(sql, binds, prepare=False)).fetchall()
     for row in rows:
-        _add(pool, row, kind, "dense")
+        _add(pool, corpus.kind, Channel.DENSE, row)
 
 
-def lexical_mode(corpus: Corpus | None, name: str, bm25_enabled: bool) -> LexicalMode:
+def lexical_mode(corpus: Corpus, bm25_enabled: bool) -> LexicalMode:
     """BM25 when the corpus' statistics are present and current; otherwise ts_rank, with why.
 
     An empty corpus counts as BM25 (there is nothing to rank either way).
     """
     if not bm25_enabled:
         return LexicalMode("ts_rank", "BM25 is switched off (ECHO_MEMORY_RETRIEVAL__LEXICAL_BM25=0)")
-    corpus = corpus or Corpus()
     if corpus.scopes_with_stats == 0:
         if corpus.has_rows:
             return LexicalMode("ts_rank", "no statistics: run `echo-memory reindex`")
@@ -144,42 +160,35 @@ def lexical_mode(corpus: Corpus | None, name: str, bm25_enabled: bool) -> Lexica
     if corpus.format_version != LEXICAL_FORMAT_VERSION:
         return LexicalMode(
             "ts_rank",
-            f"{name} statistics are format {corpus.format_version}, this code needs {LEXICAL_FORMAT_VERSION}: "
+            f"{corpus.name} statistics are format {corpus.format_version}, this code needs {LEXICAL_FORMAT_VERSION}: "
             "run `echo-memory reindex`",
         )
     return LexicalMode("bm25")
 
 
-async def lexical(
-    conn: psycopg.AsyncConnection,
-    pool: Pool,
-    params: dict[str, Any],
-    kind: str,
-    mode: LexicalMode,
-    *,
-    docs: int,
-    org: str,
-) -> None:
-    """BM25 (or ts_rank) candidates of one corpus of `docs` rows, with what fusion's boosts need."""
+async def lexical(conn: psycopg.AsyncConnection, pool: Pool, search: Search, corpus: Corpus) -> None:
+    """BM25 (or ts_rank, see `lexical_mode`) candidates of one corpus, with what fusion's boosts need."""
+    mode = lexical_mode(corpus, search.settings.lexical_bm25)
     # Only a corpus larger than the candidate cap can match more rows than it scores.
-    large = docs > q.LEXICAL_CANDIDATES
-    if kind == "fact":
+    large = corpus.docs > q.LEXICAL_CANDIDATES
+    if corpus.kind is ItemKind.FACT:
         bm25 = q.LEXICAL_FACTS_BM25_PAIRS if large else q.LEXICAL_FACTS_BM25
-        sql = tiered(bm25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK, params)
+        sql = tiered(bm25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK, search)
     else:
         bm25 = q.LEXICAL_EPISODES_BM25_PAIRS if large else q.LEXICAL_EPISODES_BM25
         sql = bm25 if mode.mode == "bm25" else q.LEXICAL_EPISODES_TS_RANK
-    with db_span(f"lexical_{kind}s_{mode.mode}", org=org):
+    binds = await search.vector_binds()
+    with db_span(f"lexical_{corpus.name}_{mode.mode}", org=search.org):
         # Not prepared, for the reason `dense` gives: a generic plan cannot see the query's terms
         # (measured at 100k facts: 14 ms instead of 5).
-        rows = await (await conn.execute(sql, params, prepare=False)).fetchall()
+        rows = await (await conn.execute(sql, binds, prepare=False)).fetchall()
     # In BM25 mode the first row alone carries the query's positions and idfs (see `_bm25`).
     query_positions, idfs = (rows[0][6], rows[0][7] or {}) if rows else (None, {})
     ideal = sum(float(v) for v in idfs.values())
     for ident, lex, cos, matched, terms, doc_positions, _, _ in rows:
         if lex and float(lex) > 0:
-            _add(pool, (ident, cos), kind, "lexical", lex=float(lex))
-            cand = pool[str(ident)]
+            cand = _add(pool, corpus.kind, Channel.LEXICAL, (ident, cos))
+            cand.lex = max(cand.lex, float(lex))
             cand.matched, cand.terms, cand.lex_ideal = int(matched), int(terms), ideal
             if doc_positions and query_positions and int(matched) >= 2:
                 cand.prox = proximity(query_positions, doc_positions, idfs)
@@ -221,26 +230,24 @@ def query_grams(query: str, longest: int = 3) -> list[str]:
     return sorted(grams)
 
 
-async def named_entities(conn: psycopg.AsyncConnection, params: dict[str, Any], *, org: str) -> list[str]:
+async def named_entities(conn: psycopg.AsyncConnection, search: Search) -> list[str]:
     """Ids of the entities the query names (any 1–3 word n-gram, exact name or alias); may be empty."""
-    with db_span("graph_seeds", org=org):
-        rows = await (await conn.execute(q.ENTITIES_NAMED, {**params, "grams": query_grams(params["query"])})).fetchall()
+    with db_span("graph_seeds", org=search.org):
+        rows = await (await conn.execute(q.ENTITIES_NAMED, search.binds(grams=query_grams(search.query)))).fetchall()
     return [r[0] for r in rows]
 
 
-async def graph_neighbourhood(
-    conn: psycopg.AsyncConnection, params: dict[str, Any], named: list[str], *, edge_cap: int, org: str
-) -> list[tuple[str, str, str]]:
-    """(fact id, source, target) of the visible edges within two hops of the named entities.
+async def graph_neighbourhood(conn: psycopg.AsyncConnection, search: Search, named: list[str]) -> list[tuple[str, str, str]]:
+    """(fact id, source, target) of the visible edges within two hops of the named entities, at most
+    the settings' `graph_edge_cap` per hop.
 
     Needs no query vector, so it runs while the query is embedded. Empty when `named` is.
     """
     if not named:
         return []
-    with db_span("graph_neighbourhood", org=org):
-        rows = await (
-            await conn.execute(tiered(q.GRAPH_NEIGHBOURHOOD, params), {**params, "seeds": named, "edge_cap": edge_cap})
-        ).fetchall()
+    binds = search.binds(seeds=named, edge_cap=search.settings.graph_edge_cap)
+    with db_span("graph_neighbourhood", org=search.org):
+        rows = await (await conn.execute(tiered(q.GRAPH_NEIGHBOURHOOD, search), binds)).fetchall()
     return [(r[0], r[1], r[2]) for r in rows]
 
 
@@ -273,16 +280,18 @@ def graph_scores(edges: list[tuple[str, str, str]], named: list[str], *, limit: 
 def graph(pool: Pool, scored: list[tuple[float, str]]) -> None:
     """Add the graph channel's facts to `pool` (their cosines are filled in by `fill_cosines`)."""
     for value, fid in scored:
-        _add(pool, (fid, None), "fact", "graph", graph=float(value))
+        cand = _add(pool, ItemKind.FACT, Channel.GRAPH, (fid, None))
+        cand.graph = max(cand.graph, float(value))
 
 
-async def fill_cosines(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
+async def fill_cosines(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> None:
     """Set the cosine of every fact found without one (the graph's); drop any no longer visible."""
     ids = [c.id for c in pool.values() if math.isnan(c.cos)]
     if not ids:
         return
-    with db_span("fact_cosines", org=org):
-        rows = await (await conn.execute(q.FACT_COSINES, {**params, "ids": ids})).fetchall()
+    binds = await search.vector_binds(ids=ids)
+    with db_span("fact_cosines", org=search.org):
+        rows = await (await conn.execute(q.FACT_COSINES, binds)).fetchall()
     found = {r[0]: float(r[1]) for r in rows}
     for ident in ids:
         if ident in found:
@@ -333,7 +342,7 @@ def personalized_pagerank(
 REPLY_REACH = 4
 
 
-async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], *, org: str) -> None:
+async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> None:
     """Link every episode candidate with the turns next to it in its session (adding those turns).
 
     A question turn's `reply` is the first turn after it that someone else said, within
@@ -341,21 +350,17 @@ async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str
     asker's own messages before the answer comes. A reply further away than the next turn is
     linked as a neighbour too (it is the next turn of the other side of the conversation).
     """
-    hits = [c.id for c in pool.values() if c.kind == "episode"]
+    hits = [c.id for c in pool.values() if c.kind == ItemKind.EPISODE]
     if not hits:
         return
-    with db_span("episode_neighbours", org=org):
-        rows = await (
-            await conn.execute(
-                q.EPISODE_NEIGHBOURS,
-                {**params, "ids": hits, "radius": 1, "question_pattern": q.QUESTION_PATTERN},
-            )
-        ).fetchall()
+    binds = await search.vector_binds(ids=hits, radius=1, question_pattern=q.QUESTION_PATTERN)
+    with db_span("episode_neighbours", org=search.org):
+        rows = await (await conn.execute(q.EPISODE_NEIGHBOURS, binds)).fetchall()
     in_burst: list[str] = []  # questions whose next turn their own speaker said
     for nb_id, hit_id, cos, step, hit_asks, nb_asks, other_speaker in rows:
         ident, hit = str(nb_id), str(hit_id)
         if ident not in pool:
-            pool[ident] = Candidate(id=ident, kind="episode", cos=float(cos))
+            pool[ident] = Candidate(id=ident, kind=ItemKind.EPISODE, cos=float(cos))
         pool[ident].neighbours.add(hit)
         pool[hit].neighbours.add(ident)
         if step == 1 and hit_asks and other_speaker:
@@ -365,22 +370,21 @@ async def neighbours(conn: psycopg.AsyncConnection, pool: Pool, params: dict[str
         elif step == 1 and hit_asks:
             in_burst.append(hit)
     if in_burst:
-        await _replies_past_a_burst(conn, pool, params, in_burst, org=org)
+        await _replies_past_a_burst(conn, pool, search, in_burst)
 
 
 async def _replies_past_a_burst(
-    conn: psycopg.AsyncConnection, pool: Pool, params: dict[str, Any], questions: list[str], *, org: str
+    conn: psycopg.AsyncConnection, pool: Pool, search: Search, questions: list[str]
 ) -> None:
     """Link each question turn whose next turn its own speaker said to the first turn within
     REPLY_REACH that someone else said (added to the pool when missing)."""
-    with db_span("episode_replies", org=org):
-        rows = await (
-            await conn.execute(q.EPISODE_REPLIES, {**params, "ids": questions, "reach": REPLY_REACH})
-        ).fetchall()
+    binds = await search.vector_binds(ids=questions, reach=REPLY_REACH)
+    with db_span("episode_replies", org=search.org):
+        rows = await (await conn.execute(q.EPISODE_REPLIES, binds)).fetchall()
     for hit_id, reply_id, cos in rows:
         hit, ident = str(hit_id), str(reply_id)
         if ident not in pool:
-            pool[ident] = Candidate(id=ident, kind="episode", cos=float(cos))
+            pool[ident] = Candidate(id=ident, kind=ItemKind.EPISODE, cos=float(cos))
         pool[hit].reply = ident
         pool[hit].neighbours.add(ident)
         pool[ident].neighbours.add(hit)

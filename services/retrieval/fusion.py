@@ -24,11 +24,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from echo_memory.libs.core.config.retrieval import FusionWeights
+from echo_memory.libs.core.contracts.query import Channel, ItemKind
 from echo_memory.services.retrieval.channels import Candidate, Pool
 
 # A candidate earns the coordination boost when it matches this many distinct query terms, or
 # every term of a shorter query (so a one-word identifier lookup still counts as exact).
 COORDINATION_TERMS = 3
+# The order `matched` lists the channels that found an item in.
+CHANNEL_ORDER = (Channel.DENSE, Channel.LEXICAL, Channel.GRAPH, Channel.NEIGHBOUR, Channel.VIA_DIGEST)
 
 
 def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tuple[Candidate, float]]:
@@ -40,40 +43,40 @@ def fuse(pool: Pool, weights: FusionWeights, channels: Iterable[str]) -> list[tu
     on = set(channels)
     lex_norm = _lexical_norms(pool, weights.lexical_floor)
     max_graph = max((c.graph for c in pool.values()), default=0.0)
-    lex_weight = {"fact": weights.fact_lexical, "episode": weights.episode_lexical}
-    coord_weight = {"fact": weights.fact_coordination, "episode": weights.episode_coordination}
-    prox_weight = {"fact": weights.fact_proximity, "episode": weights.episode_proximity}
+    lex_weight = {ItemKind.FACT: weights.fact_lexical, ItemKind.EPISODE: weights.episode_lexical}
+    coord_weight = {ItemKind.FACT: weights.fact_coordination, ItemKind.EPISODE: weights.episode_coordination}
+    prox_weight = {ItemKind.FACT: weights.fact_proximity, ItemKind.EPISODE: weights.episode_proximity}
 
     base: dict[str, float] = {}
     for cand in pool.values():
-        value = cand.cos if "dense" in on else 0.0
-        if "lexical" in on and lex_norm[cand.kind] > 0 and cand.lex > 0:
+        value = cand.cos if Channel.DENSE in on else 0.0
+        if Channel.LEXICAL in on and lex_norm[cand.kind] > 0 and cand.lex > 0:
             top = lex_norm[cand.kind]
             value += lex_weight[cand.kind] * cand.lex / top
             if cand.terms and cand.matched >= min(COORDINATION_TERMS, cand.terms):
                 value += coord_weight[cand.kind] * cand.lex / top
             value += prox_weight[cand.kind] * cand.prox / top
-        if "graph" in on and cand.kind == "fact" and max_graph > 0:
+        if Channel.GRAPH in on and cand.kind == ItemKind.FACT and max_graph > 0:
             value += weights.graph * cand.graph / max_graph
         base[cand.id] = value
 
-    if "neighbour" in on:
+    if Channel.NEIGHBOUR in on:
         base = _credit_replies(pool, base, weights)
 
     fused: list[tuple[Candidate, float]] = []
     for cand in pool.values():
         value = base[cand.id]
-        if "neighbour" in on and cand.neighbours:
+        if Channel.NEIGHBOUR in on and cand.neighbours:
             value += weights.neighbour * max(base[n] for n in cand.neighbours if n in base)
         fused.append((cand, value))
     fused.sort(key=lambda item: (-item[1], -item[0].cos, item[0].id))
     return _merge_corpora(fused)
 
 
-def _lexical_norms(pool: Pool, floor: float) -> dict[str, float]:
+def _lexical_norms(pool: Pool, floor: float) -> dict[ItemKind, float]:
     """Per corpus, what its BM25 scores are divided by: the best of them, or `floor` × the query's
     ideal score when that is larger (ts_rank rows carry no ideal, so the floor never acts there)."""
-    best = dict.fromkeys(("fact", "episode"), 0.0)
+    best = dict.fromkeys((ItemKind.FACT, ItemKind.EPISODE), 0.0)
     ideal = dict.fromkeys(best, 0.0)
     for cand in pool.values():
         best[cand.kind] = max(best[cand.kind], cand.lex)
@@ -93,7 +96,7 @@ def _merge_corpora(fused: list[tuple[Candidate, float]]) -> list[tuple[Candidate
     scopes (lab/NOTES.md, "Facts and turns in one scope"). A one-corpus list is returned
     as it is.
     """
-    cosines: dict[str, list[float]] = {}
+    cosines: dict[ItemKind, list[float]] = {}
     for cand, _ in fused:
         cosines.setdefault(cand.kind, []).append(cand.cos)
     if len(cosines) < 2:
@@ -121,9 +124,9 @@ def _credit_replies(pool: Pool, base: dict[str, float], weights: FusionWeights) 
     return credited
 
 
-def channels_of(cand: Candidate, on: Iterable[str]) -> list[str]:
-    """The channels that found a candidate, in a fixed order; `neighbour` when only adjacency did."""
+def channels_of(cand: Candidate, on: Iterable[str]) -> tuple[Channel, ...]:
+    """The channels that found a candidate, in CHANNEL_ORDER; `neighbour` when only adjacency did."""
     found = set(cand.channels)
-    if not found and cand.neighbours and "neighbour" in set(on):
-        found.add("neighbour")
-    return [name for name in ("dense", "lexical", "graph", "neighbour", "via_digest") if name in found]
+    if not found and cand.neighbours and Channel.NEIGHBOUR in set(on):
+        found.add(Channel.NEIGHBOUR)
+    return tuple(channel for channel in CHANNEL_ORDER if channel in found)

@@ -23,14 +23,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from echo_memory.libs.core.config.retrieval import QualityGates
+from echo_memory.libs.core.contracts.query import Channel, ItemKind
 
-# A ranked search result: the hydrated row (with "score", the cosine, and "text"), its kind, and
-# the channels that found it.
-Ranked = tuple[dict[str, Any], str, list[str]]
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A ranked result: its stored row (text, provenance), its kind, what found it and its cosine."""
+
+    row: Mapping[str, Any]
+    kind: ItemKind
+    matched: tuple[Channel, ...]  # in fusion.CHANNEL_ORDER; about or digest for those answers
+    score: float | None  # cosine to the query (NaN or None: not compared)
+
+    @property
+    def id(self) -> str:
+        return str(self.row["id"])
+
 
 _WORD = re.compile(r"\w+")
 # Channels whose match is evidence on its own, whatever the cosine.
-_NON_DENSE = frozenset({"lexical", "graph", "neighbour"})
+_NON_DENSE = frozenset({Channel.LEXICAL, Channel.GRAPH, Channel.NEIGHBOUR})
 
 
 @dataclass
@@ -67,30 +79,30 @@ def apply_gates(
     """
     beside = neighbour_cosine or {}
     outcome = GateOutcome()
-    cosines = [_cosine(row) for row, _, _ in ranked]
+    cosines = [_cosine(item.score) for item in ranked]
     outcome.best_cosine = max(cosines, default=0.0)
     if not ranked:
         return [], outcome
     if gates.nothing_below > 0 and outcome.best_cosine < gates.nothing_below and not any(
-        _NON_DENSE & set(matched) for _, _, matched in ranked
+        _NON_DENSE & set(item.matched) for item in ranked
     ):
         outcome.nothing_relevant = True
         return [], outcome
     kept: list[Ranked] = []
     kept_words: list[set[str]] = []
     floor = gates.far_below * outcome.best_cosine
-    for (row, kind, matched), cosine in zip(ranked, cosines, strict=True):
+    for item, cosine in zip(ranked, cosines, strict=True):
         if len(kept) == top_k:
             break
-        if (gates.far_below > 0 and cosine < floor and not _NON_DENSE & set(matched)
-                and not _next_to_a_match(beside.get(str(row.get("id"))), floor)):
+        if (gates.far_below > 0 and cosine < floor and not _NON_DENSE & set(item.matched)
+                and not _next_to_a_match(beside.get(str(item.row.get("id"))), floor)):
             outcome.far_below += 1
             continue
-        words = set(_WORD.findall(str(row.get("text") or "").lower()))
+        words = set(_WORD.findall(str(item.row.get("text") or "").lower()))
         if gates.near_duplicate > 0 and any(_jaccard(words, other) >= gates.near_duplicate for other in kept_words):
             outcome.near_duplicates += 1
             continue
-        kept.append((row, kind, matched))
+        kept.append(item)
         kept_words.append(words)
     return kept, outcome
 
@@ -99,8 +111,7 @@ def _next_to_a_match(neighbour_cosine: float | None, floor: float) -> bool:
     return neighbour_cosine is not None and not math.isnan(neighbour_cosine) and neighbour_cosine >= floor
 
 
-def _cosine(row: dict[str, Any]) -> float:
-    value = row.get("score")
+def _cosine(value: float | None) -> float:
     if value is None or math.isnan(float(value)):
         return 0.0
     return float(value)

@@ -15,7 +15,7 @@ import psycopg
 from opentelemetry import trace
 
 from echo_memory.libs.core.contracts.bus import Caller
-from echo_memory.libs.core.contracts.query import QueryMemoryResult
+from echo_memory.libs.core.contracts.query import ItemKind, QueryMemoryResult
 from echo_memory.libs.server.store.access import stored_name
 from echo_memory.libs.server.telemetry.metrics import ServiceMetrics
 
@@ -59,7 +59,7 @@ async def record(
     """Put the recall's cost on the current span and count it in the metrics."""
     names = [stored_name(caller, name) for name in result.scopes]
     full = await dump.tokens(conn, caller.org, names)
-    facts = sum(1 for item in result.results if item.kind == "fact")
+    facts = sum(1 for item in result.results if item.kind == ItemKind.FACT)
     channels = sorted({c for item in result.results for c in item.matched})
     span = trace.get_current_span()
     span.set_attribute(FACTS_RETURNED, facts)

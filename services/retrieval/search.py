@@ -23,6 +23,8 @@ from echo_memory.libs.core.contracts.common import Provenance
 from echo_memory.libs.core.contracts.errors import InvalidArgument
 from echo_memory.libs.core.contracts.instants import parse_span
 from echo_memory.libs.core.contracts.query import (
+    Channel,
+    ItemKind,
     MemoryItem,
     PendingDocumentHit,
     QueryMemoryInput,
@@ -38,6 +40,7 @@ from echo_memory.services.retrieval import queries as q
 from echo_memory.services.retrieval.demotion import demote_flagged
 from echo_memory.services.retrieval.fusion import channels_of, fuse
 from echo_memory.services.retrieval.gates import GateOutcome, Ranked, apply_gates
+from echo_memory.services.retrieval.request import Search
 
 # Pending project files shown beside the results: a few, so an agent notices them without the
 # files crowding out facts; the query's first words only, so a long question stays one cheap scan.
@@ -84,31 +87,32 @@ async def query_memory(
     try:
         with steps.step("resolve_scopes"):
             scopes = await resolve_read_scopes(conn, caller, args.scope)
-        scope_ids = [s.id for s in scopes if s.id is not None]
-        at = as_of if as_of is not None else datetime.now(tz=UTC)
-        # A look into the past sees every tier, as `about`, `why` and export do.
-        tier = args.tier if as_of is None else "all"
-        params: dict[str, Any] = {"scope_ids": scope_ids, "at": at, "embedding": None, "query": query, "tier": tier}
+        search = Search(
+            caller=caller, scopes=tuple(scopes), query=query,
+            as_of=as_of, at=as_of if as_of is not None else datetime.now(tz=UTC),
+            # A look into the past sees every tier, as `about`, `why` and export do.
+            tier=args.tier if as_of is None else "all",
+            top_k=args.top_k, include_episodes=args.include_episodes, settings=settings,
+            model=embedder.name, vector=embedding_job,
+        )
         note: str | None = None
         gate_note: str | None = None
         lexical_note: str | None = None
         model_note: str | None = None
-        ranked: list[tuple[dict[str, Any], str, list[str]]] = []  # (row with score, kind, matched)
+        ranked: list[Ranked] = []
         searched = False
         if about:
-            params["embedding"] = await embedding_job if embedding_job is not None else None
-            rows, note = await _about_rows(conn, {**params, "limit": args.top_k}, about)
-            ranked = _demoted([(r, "fact", ["about"]) for r in rows])
+            vector = await search.embedding() if search.vector is not None else None
+            rows, note = await _about_rows(conn, search.binds(embedding=vector, limit=args.top_k), about)
+            ranked = _demoted([_unranked(r, Channel.ABOUT) for r in rows])
         elif args.digest and not query:
             async with conn.cursor(row_factory=dict_row) as cur:
                 with db_span("digest_facts", org=caller.org):
-                    await cur.execute(q.DIGEST_FACTS, {**params, "limit": args.top_k})
-                    ranked = _demoted([(r, "fact", ["digest"]) for r in await cur.fetchall()])
-        elif scope_ids and embedding_job is not None:
+                    await cur.execute(q.DIGEST_FACTS, search.binds(limit=args.top_k))
+                    ranked = _demoted([_unranked(r, Channel.DIGEST) for r in await cur.fetchall()])
+        elif search.scope_ids and search.vector is not None:
             searched = True
-            ranked, gated, lexical_note, model_note = await _search(
-                conn, caller, args, settings, params, embedding_job, side, embedder.name
-            )
+            ranked, gated, lexical_note, model_note = await _search(conn, search, side)
             if gated.nothing_relevant:
                 note = gated.note()
             else:
@@ -118,7 +122,7 @@ async def query_memory(
             await settle(embedding_job)
 
     lexical_used: Literal["bm25", "ts_rank"] | None = None
-    if searched and "lexical" in settings.channels:
+    if searched and Channel.LEXICAL in settings.channels:
         lexical_used = "ts_rank" if lexical_note else "bm25"
     items, total, cut = _take(ranked[: args.top_k], args.max_tokens)
     if not items and note is None:
@@ -135,7 +139,7 @@ async def query_memory(
     if query and not about and as_of is None and args.include_episodes:
         documents = await _pending_documents(conn, caller, query)
     with steps.step("read_log"):
-        read_id = await _log_read(conn, caller, args, scopes, items, total, as_of)
+        read_id = await _log_read(conn, search, args.query, items)
     return QueryMemoryResult(
         results=items, pending_documents=documents, read_id=read_id, total_tokens=total,
         scopes=[s.name for s in scopes], note=note, lexical=lexical_used,
@@ -157,14 +161,7 @@ async def _pending_documents(conn: psycopg.AsyncConnection, caller: Caller, quer
 
 
 async def _search(
-    conn: psycopg.AsyncConnection,
-    caller: Caller,
-    args: QueryMemoryInput,
-    settings: RetrievalSettings,
-    params: dict[str, Any],
-    embedding_job: asyncio.Task[np.ndarray],
-    side: SideConnection | None,
-    model: str,
+    conn: psycopg.AsyncConnection, search: Search, side: SideConnection | None
 ) -> tuple[list[Ranked], GateOutcome, str | None, str | None]:
     """Run every switched-on channel, fuse, hydrate, and keep the top_k rows that pass the gates.
 
@@ -172,24 +169,29 @@ async def _search(
     embedding-model note (scopes whose vectors another model made), each None when there is
     nothing to say.
     """
-    on = set(settings.channels)
-    pool, fallbacks, model_note = await _candidates(conn, caller, args, settings, params, embedding_job, side, model)
+    on = search.channels
+    pool, fallbacks, model_note = await _candidates(conn, search, side)
     with steps.step("fusion"):
-        fused = fuse(pool, settings.fusion, on)[: gate_depth(args.top_k)]
+        fused = fuse(pool, search.settings.fusion, on)[: gate_depth(search.top_k)]
     with steps.step("hydrate"):
-        rows = await _hydrate(conn, params["scope_ids"], fused)
-    ranked = _demoted([(rows[c.id], c.kind, channels_of(c, on)) for c, _ in fused if c.id in rows])
-    kept, gated = apply_gates(ranked, settings.gates, args.top_k, _neighbour_cosines(fused, pool))
+        rows = await _hydrate(conn, search, fused)
+    ranked = _demoted([Ranked(rows[c.id], c.kind, channels_of(c, on), c.cos) for c, _ in fused if c.id in rows])
+    kept, gated = apply_gates(ranked, search.settings.gates, search.top_k, _neighbour_cosines(fused, pool))
     lexical_note = (
         "lexical channel used the ts_rank fallback (" + "; ".join(fallbacks) + ")" if fallbacks else None
     )
     return kept, gated, lexical_note, model_note
 
 
+def _unranked(row: dict[str, Any], how: Channel) -> Ranked:
+    """A fact of an `about` or `digest` answer, in the order its statement returned it."""
+    return Ranked(row, ItemKind.FACT, (how,), row.get("score"))
+
+
 def _demoted(ranked: list[Ranked]) -> list[Ranked]:
     """Instruction-like rows after unflagged rows of comparable cosine (demotion.py); the rest as ranked."""
-    flagged = {str(row["id"]) for row, _, _ in ranked if row.get("flags")}
-    return demote_flagged(ranked, flagged, lambda item: (str(item[0]["id"]), item[0].get("score") or 0.0))
+    flagged = {item.id for item in ranked if item.row.get("flags")}
+    return demote_flagged(ranked, flagged, lambda item: (item.id, item.score or 0.0))
 
 
 def _neighbour_cosines(fused: list[tuple[ch.Candidate, float]], pool: ch.Pool) -> dict[str, float]:
@@ -203,14 +205,7 @@ def gate_depth(top_k: int) -> int:
 
 
 async def _candidates(
-    conn: psycopg.AsyncConnection,
-    caller: Caller,
-    args: QueryMemoryInput,
-    settings: RetrievalSettings,
-    params: dict[str, Any],
-    embedding_job: asyncio.Task[np.ndarray],
-    side: SideConnection | None,
-    model: str,
+    conn: psycopg.AsyncConnection, search: Search, side: SideConnection | None
 ) -> tuple[ch.Pool, list[str], str | None]:
     """Every switched-on channel's candidates in one pool, every candidate with its cosine.
 
@@ -223,59 +218,50 @@ async def _candidates(
     facts run on `conn`, and the lexical channel on the `side` connection at the same time
     (without one, in turn).
     """
-    on = set(settings.channels)
-    limit = max(settings.candidates, args.top_k)
-    scope_ids = params["scope_ids"]
+    on = search.channels
     with steps.step("corpus_sizes"):
-        sizes, model_note = await _before_vector(conn, scope_ids, model)
-    kinds = ["fact", "episode"] if args.include_episodes else ["fact"]
+        sizes, model_note = await _before_vector(conn, search)
+    facts = sizes[ItemKind.FACT]
     pool: ch.Pool = {}
     fallbacks: list[str] = []
 
-    def docs(corpus: str) -> int:
-        return sizes[corpus].docs if corpus in sizes else 0
-
-    async def with_vector() -> dict[str, Any]:
-        # A task's result can be awaited any number of times; both groups wait on the same one.
+    async def wait_vector() -> None:
+        # A task's result can be awaited any number of times; both groups wait on the same one,
+        # and the channels' own awaits of it then return at once.
         with steps.step("wait_query_vector"):
-            vector = await embedding_job
-        return {**params, "embedding": vector, "limit": limit}
+            await search.embedding()
 
     async def dense_and_graph(c: psycopg.AsyncConnection) -> None:
         graph: list[tuple[float, str]] = []
-        if "graph" in on and docs("facts") > 0:
+        if Channel.GRAPH in on and facts.docs > 0:
             with steps.step("channel_graph"):
-                named = await ch.named_entities(c, params, org=caller.org)
-                edges = await ch.graph_neighbourhood(c, params, named, edge_cap=settings.graph_edge_cap,
-                                                     org=caller.org)
-                graph = ch.graph_scores(edges, named, limit=limit)  # still no vector needed
-        if "dense" in on:
-            dense_params = await with_vector()
+                named = await ch.named_entities(c, search)
+                edges = await ch.graph_neighbourhood(c, search, named)
+                graph = ch.graph_scores(edges, named, limit=search.limit)  # still no vector needed
+        if Channel.DENSE in on:
+            await wait_vector()
             with steps.step("channel_dense"):
-                await ch.dense(c, pool, dense_params, "fact", use_hnsw=docs("facts") > settings.hnsw_threshold,
-                               org=caller.org)
-                if "episode" in kinds:
-                    await ch.dense(c, pool, dense_params, "episode",
-                                   use_hnsw=docs("episodes") > settings.hnsw_threshold, org=caller.org)
+                for kind in search.kinds:
+                    await ch.dense(c, pool, search, sizes[kind])
         ch.graph(pool, graph)
         # The graph's facts that dense did not find get their cosines here, while the lexical
         # channel is still running on the other connection (its rows carry their cosines).
-        cosine_params = await with_vector()
+        await wait_vector()
         with steps.step("graph_cosines"):
-            await ch.fill_cosines(c, pool, cosine_params, org=caller.org)
+            await ch.fill_cosines(c, pool, search)
 
     async def lexical_channel(c: psycopg.AsyncConnection) -> None:
-        for kind in kinds:
-            corpus = "facts" if kind == "fact" else "episodes"
-            if "lexical" in on:
-                mode = ch.lexical_mode(sizes.get(corpus), corpus, settings.lexical_bm25)
+        for kind in search.kinds:
+            corpus = sizes[kind]
+            if Channel.LEXICAL in on:
+                mode = ch.lexical_mode(corpus, search.settings.lexical_bm25)
                 if mode.reason:
-                    fallbacks.append(f"{corpus}: {mode.reason}")
-                if mode.mode == "bm25" and docs(corpus) == 0:
+                    fallbacks.append(f"{corpus.name}: {mode.reason}")
+                if mode.mode == "bm25" and corpus.docs == 0:
                     continue  # an empty corpus: nothing to match, so skip the round trip
-                lexical_params = await with_vector()
+                await wait_vector()
                 with steps.step("channel_lexical"):
-                    await ch.lexical(c, pool, lexical_params, kind, mode, docs=docs(corpus), org=caller.org)
+                    await ch.lexical(c, pool, search, corpus)
 
     if side is None:
         await dense_and_graph(conn)
@@ -289,57 +275,54 @@ async def _candidates(
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-    channel_params = await with_vector()
-    if params.get("tier") == "hot" and docs("facts") > 0:
+    await wait_vector()
+    if search.hot and facts.docs > 0:
         with steps.step("channel_via_digest"):
-            await ch.via_digests(conn, pool, channel_params, org=caller.org)
+            await ch.via_digests(conn, pool, search)
     # A no-op unless some candidate still has no cosine; fusion must never rank a NaN.
     with steps.step("fill_cosines"):
-        await ch.fill_cosines(conn, pool, channel_params, org=caller.org)
-    if "neighbour" in on and args.include_episodes:
+        await ch.fill_cosines(conn, pool, search)
+    if Channel.NEIGHBOUR in on and search.include_episodes:
         with steps.step("channel_neighbour"):
-            await ch.neighbours(conn, pool, channel_params, org=caller.org)
+            await ch.neighbours(conn, pool, search)
 
     return pool, fallbacks, model_note
 
 
 async def _before_vector(
-    conn: psycopg.AsyncConnection, scope_ids: list[str], model: str
-) -> tuple[dict[str, ch.Corpus], str | None]:
+    conn: psycopg.AsyncConnection, search: Search
+) -> tuple[dict[ItemKind, ch.Corpus], str | None]:
     """The corpora's sizes and the embedding-model note, and the HNSW scan settings set: one round trip.
 
     The note says which scopes read hold vectors of another embedding model (None when none
     do; see libs/server/store/embedding_models). The three statements go out in one psycopg pipeline.
     """
-    params = {"scope_ids": scope_ids, "model": model}
+    params = {"scope_ids": search.scope_ids, "model": search.model}
     async with conn.pipeline():
         sizes = await conn.execute(q.CORPUS_SIZES, params)
         models = await conn.execute(embedding_models.OTHER_MODELS, params)
         await conn.execute(q.HNSW_SETTINGS)
     other = [(public_name(r[0]), str(r[1])) for r in await models.fetchall()]
-    return ch.corpus_sizes(await sizes.fetchall()), embedding_models.mismatch_note(other, model)
+    return ch.corpus_sizes(await sizes.fetchall()), embedding_models.mismatch_note(other, search.model)
 
 
 async def _hydrate(
-    conn: psycopg.AsyncConnection, scope_ids: list[str], fused: list[tuple[ch.Candidate, float]]
+    conn: psycopg.AsyncConnection, search: Search, fused: list[tuple[ch.Candidate, float]]
 ) -> dict[str, dict[str, Any]]:
     """Full rows (text, provenance) of the few items that survived fusion, keyed by id."""
     found: dict[str, dict[str, Any]] = {}
     cursors: list[psycopg.AsyncCursor[dict[str, Any]]] = []
     async with conn.pipeline():  # facts and episodes in one round trip
-        for kind, sql in (("fact", q.HYDRATE_FACTS), ("episode", q.HYDRATE_EPISODES)):
+        for kind, sql in ((ItemKind.FACT, q.HYDRATE_FACTS), (ItemKind.EPISODE, q.HYDRATE_EPISODES)):
             ids = [c.id for c, _ in fused if c.kind == kind]
             if ids:
                 cursor = conn.cursor(row_factory=dict_row)
-                await cursor.execute(sql, {"scope_ids": scope_ids, "ids": ids})
+                await cursor.execute(sql, {"scope_ids": search.scope_ids, "ids": ids})
                 cursors.append(cursor)
     for cursor in cursors:
         for row in await cursor.fetchall():
             found[str(row["id"])] = row
         await cursor.close()
-    for cand, _ in fused:
-        if cand.id in found:
-            found[cand.id]["score"] = cand.cos
     return found
 
 
@@ -365,25 +348,27 @@ async def _about_rows(
     return rows, None
 
 
-def _take(
-    rows: list[tuple[dict[str, Any], str, list[str]]], max_tokens: int | None
-) -> tuple[list[MemoryItem], int, int]:
+def _take(ranked: list[Ranked], max_tokens: int | None) -> tuple[list[MemoryItem], int, int]:
+    """The answer's items in rank order, stopping before the one that would pass `max_tokens`.
+
+    Returns the items, their tokens, and how many ranked rows were left out for the budget.
+    """
     items: list[MemoryItem] = []
     total = 0
-    for index, (row, kind, matched) in enumerate(rows):
+    for index, item in enumerate(ranked):
+        row, score = item.row, item.score
         tokens = int(row["token_count"] or 0)
         if max_tokens is not None and total + tokens > max_tokens:
-            return items, total, len(rows) - index
+            return items, total, len(ranked) - index
         total += tokens
-        score = row.get("score")
         items.append(
             MemoryItem(
-                kind=kind,  # type: ignore[arg-type]
+                kind=item.kind,
                 id=str(row["id"]),
                 text=row["text"],
                 score=round(float(score), 6) if score is not None and not np.isnan(score) else None,
                 rank=len(items) + 1,
-                matched=matched,
+                matched=list(item.matched),
                 tokens=tokens,
                 provenance=Provenance(
                     agent_id=row["agent_id"], tool=row["tool"], project=row["project"],
@@ -404,26 +389,23 @@ def _empty_note(scopes: list[Scope], args: QueryMemoryInput) -> str:
 
 
 async def _log_read(
-    conn: psycopg.AsyncConnection,
-    caller: Caller,
-    args: QueryMemoryInput,
-    scopes: list[Scope],
-    items: list[MemoryItem],
-    total: int,
-    as_of: datetime | None,
+    conn: psycopg.AsyncConnection, search: Search, query: str | None, items: list[MemoryItem]
 ) -> str:
     """Every read is logged in the same request: record_recall_save and provenance depend on it.
 
-    The logged query has each secret replaced by `[redacted <kind>]`; the search used the original.
+    `query` is the one asked, unstripped. The logged query has each secret replaced by
+    `[redacted <kind>]`; the search used the original.
     """
+    caller = search.caller
     with db_span("insert_read", org=caller.org):
         row = await (
             await conn.execute(
                 q.INSERT_READ,
                 {"agent_id": caller.agent_id, "tool": caller.tool,
-                 "query": redact_secrets(args.query) if args.query else args.query,
-                 "scopes": [s.stored_name for s in scopes], "as_of": as_of, "tokens": total,
-                 "item_ids": [i.id for i in items], "kinds": [i.kind for i in items],
+                 "query": redact_secrets(query) if query else query,
+                 "scopes": [s.stored_name for s in search.scopes], "as_of": search.as_of,
+                 "tokens": sum(i.tokens for i in items),
+                 "item_ids": [i.id for i in items], "kinds": [i.kind.value for i in items],
                  # read_results.score is NOT NULL: an unscored item (about/digest without a query) is logged as 0.
                  "ranks": [i.rank for i in items], "scores": [0.0 if i.score is None else i.score for i in items]},
             )

@@ -14,9 +14,11 @@ Rules, applied inside the scope and under the scope's write lock:
 4. otherwise the mention is a new entity.
 An entity another mention of the same call names or resolves to is never a candidate: two
 entities declared in one call are never resolved into each other. Mentions of one call that
-share a name or alias, or resolve to the same stored entity, are one entity. Planning (`plan`)
-reads only; `materialise` creates entities and learns aliases, and is
-called only for entities that are endpoints of an edge the call actually writes.
+share a name or alias, or resolve to the same stored entity, are one entity. Each step takes
+the request's `EpisodeWrite` (write_state.py) and records its decisions on the call's Mentions:
+`record_choices` and `resolve_known` run before the lock, `plan` under it and reads only;
+`materialise` creates entities and learns aliases, and is called only for entities that are
+endpoints of an edge the call actually writes.
 
 Owned here: the SQL on `entities` and `entity_aliases`. Not here: facts, audit rows (episode.py).
 """
@@ -25,18 +27,16 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
-import numpy as np
 import psycopg
 from psycopg.abc import Params
 
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
-from echo_memory.libs.core.contracts.write import Candidate, EntityIn, WriteEpisodeInput
-from echo_memory.libs.server.store.access import Scope
+from echo_memory.libs.core.contracts.write import Candidate
 from echo_memory.libs.server.telemetry import steps
 from echo_memory.services.writes import name_match
+from echo_memory.services.writes.write_state import Choice, EpisodeWrite, How, Mention, key
 
 # Resolution scores (name_match.judge) at or above which a mention is deferred with candidates,
 # or resolved as an alias without asking. Chosen on the dev part of the shipped labelled pairs
@@ -47,8 +47,6 @@ MERGE_AT = 0.98
 NEAR_MATCH_CANDIDATES = 3
 NEAREST_VECTORS = 10  # candidates by vector, beside the lexical ones
 LEXICAL_LIMIT = 200
-
-How = Literal["exact", "alias", "agent-confirmed", "variant", "new"]
 
 FIND_BY_NAME = """
 SELECT id, name, 'exact' AS how FROM entities
@@ -109,96 +107,19 @@ RETURNING alias
 """
 
 
-def key(name: str) -> str:
-    """How mentions are compared: trimmed and lower-cased like Postgres lower(), nothing fuzzier."""
-    return name.strip().lower()
-
-
-@dataclass
-class Mention:
-    """One entity of the call, after merging mentions that name it."""
-
-    name: str
-    type: str
-    aliases: list[str] = field(default_factory=list)
-    keys: set[str] = field(default_factory=set)
-    how: How = "new"
-    entity_id: str | None = None
-    stored_name: str | None = None
-    candidates: list[Candidate] = field(default_factory=list)
-    variant: Candidate | None = None  # the stored entity this mention was resolved to as a spelling variant
-    rejected: list[Candidate] = field(default_factory=list)  # candidates the agent answered "new" to
-    rationale: str | None = None
-    learned: list[str] = field(default_factory=list)
-    created: bool = False
-    # Declared "new" though the scope already holds an entity of that name (e.g. a retry of the
-    # call that created it): resolved to that entity, and refused only if it would change a claim.
-    new_but_exists: str | None = None
-
-    @property
-    def deferred(self) -> bool:
-        return bool(self.candidates)
-
-    @property
-    def display(self) -> str:
-        """The name responses use: the stored entity's name once resolved."""
-        return self.stored_name or self.name
-
-
-def call_entities(args: WriteEpisodeInput) -> dict[str, Mention]:
-    """Every key (name or alias) of the call mapped to its merged Mention."""
-    by_key: dict[str, Mention] = {}
-    # A resolution's mention that names no declared entity is an entity of unknown type.
-    declared = [*args.entities, *(EntityIn(name=r.mention, type="unknown") for r in args.entity_resolutions)]
-    for entity in declared:
-        names = [entity.name, *entity.aliases]
-        keys = [key(n) for n in names]
-        existing = next((by_key[k] for k in keys if k in by_key), None)
-        if existing is None:
-            existing = Mention(name=entity.name, type=entity.type)
-        for name, k in zip(names, keys, strict=True):
-            if k not in existing.keys:
-                existing.keys.add(k)
-                if k != key(existing.name):
-                    existing.aliases.append(name)
-        for k in existing.keys:
-            by_key[k] = existing
-    return by_key
-
-
-def unique(by_key: dict[str, Mention]) -> list[Mention]:
-    """Each Mention once, in the call's order."""
-    seen: dict[int, Mention] = {}
-    for mention in by_key.values():
-        seen.setdefault(id(mention), mention)
-    return list(seen.values())
-
-
-# A Mention's id() -> the call's explicit resolution of it: (entity id or "new", rationale).
-Choices = dict[int, tuple[str, str | None]]
-
-
-def choices_of(args: WriteEpisodeInput, by_key: dict[str, Mention]) -> Choices:
-    """The call's `entity_resolutions` by Mention; InvalidArgument when one gets two different ones."""
-    choices: Choices = {}
-    for resolution in args.entity_resolutions:
-        mention = by_key[key(resolution.mention)]
-        choice = (resolution.entity_id.strip(), resolution.rationale)
-        if id(mention) in choices and choices[id(mention)][0] != choice[0]:
+def record_choices(w: EpisodeWrite) -> None:
+    """The call's `entity_resolutions` onto their Mentions; InvalidArgument when one gets two different ones."""
+    for resolution in w.args.entity_resolutions:
+        mention = w.mention(resolution.mention)
+        choice = Choice(resolution.entity_id.strip(), resolution.rationale)
+        if mention.choice is not None and mention.choice.entity_id != choice.entity_id:
             raise InvalidArgument(
                 f"entity_resolutions: '{mention.name}' is given two different resolutions in one call"
             )
-        choices[id(mention)] = choice
-    return choices
+        mention.choice = choice
 
 
-async def resolve_known(
-    conn: psycopg.AsyncConnection,
-    scope: Scope,
-    choices: Choices,
-    by_key: dict[str, Mention],
-    referenced: set[int],
-) -> None:
+async def resolve_known(w: EpisodeWrite) -> None:
     """Resolve by exact name or alias, before the scope lock, every mention that needs no choice.
 
     Safe outside the lock because a name, once it resolves, keeps resolving to the same stored
@@ -207,34 +128,17 @@ async def resolve_known(
     a mention resolved here needs no embedding (only new and near-matched names do), and `plan`
     does not look it up again.
     """
-    for mention in unique(by_key):
-        if id(mention) in referenced and id(mention) not in choices and mention.entity_id is None:
-            found = await _exact(conn, scope, mention)
+    for mention in w.mentions():
+        if mention.referenced and mention.choice is None and mention.entity_id is None:
+            found = await _exact(w, mention)
             if found is not None:
                 mention.entity_id, mention.stored_name, mention.how = found
 
 
-def declared_new(args: WriteEpisodeInput, by_key: dict[str, Mention], referenced: set[int]) -> list[str]:
-    """Names of the mentions some fact uses that an `entity_resolutions` entry declares "new", once each.
-
-    Such a mention becomes an entity with its name's vector whatever the store holds, so the
-    vector can be computed before anything is looked up. Conflicting resolutions are not judged
-    here (`choices_of` refuses them); an empty list when the call declares nothing new.
-    """
-    names: dict[str, None] = {}
-    for resolution in args.entity_resolutions:
-        mention = by_key[key(resolution.mention)]
-        if resolution.entity_id.strip().lower() == "new" and id(mention) in referenced:
-            names.setdefault(mention.name)
-    return list(names)
-
-
-def needs_vector(mention: Mention, choices: Choices) -> bool:
-    """True unless the mention is already resolved or the call names its entity by id."""
-    if mention.entity_id is not None:
-        return False
-    choice = choices.get(id(mention))
-    return choice is None or choice[0].lower() == "new"
+def names_to_embed(w: EpisodeWrite) -> list[str]:
+    """Names some fact uses that may be near matches: neither resolved, named by id, nor already embedding."""
+    early = set(w.declared_new)
+    return [m.name for m in w.mentions() if m.referenced and m.needs_vector() and m.name not in early]
 
 
 @dataclass(frozen=True)
@@ -251,70 +155,62 @@ async def thresholds(conn: psycopg.AsyncConnection) -> Thresholds:
     return Thresholds(defer_at=float(row[0]), merge_at=float(row[1]))  # type: ignore[arg-type]
 
 
-async def plan(
-    conn: psycopg.AsyncConnection,
-    scope: Scope,
-    choices: Choices,
-    by_key: dict[str, Mention],
-    referenced: set[int],
-    vectors: dict[str, np.ndarray],
-    limits: Thresholds | None = None,
-) -> None:
-    """Decide how each Mention resolves; reads only. Raises NotFound/InvalidArgument for bad choices.
+async def plan(w: EpisodeWrite) -> None:
+    """Decide how each Mention resolves, under the scope lock, with the thresholds in force; reads only.
 
-    `referenced` holds id()s of Mentions some fact uses: only those are matched (an entity no fact
-    uses is never stored), but every explicit choice is checked.
+    Raises NotFound/InvalidArgument for bad choices. Only mentions some fact uses are matched
+    (an entity no fact uses is never stored), but every explicit choice is checked.
     """
-    limits = limits or Thresholds()
+    w.limits = await thresholds(w.conn)
     waiting: list[Mention] = []
-    for mention in unique(by_key):
-        choice = choices.get(id(mention))
-        if choice is not None and choice[0].lower() != "new":
-            entity_id, stored = await _entity_by_id(conn, scope, choice[0])
+    for mention in w.mentions():
+        choice = mention.choice
+        if choice is not None and not choice.is_new:
+            entity_id, stored = await _entity_by_id(w, choice.entity_id)
             mention.how, mention.entity_id, mention.stored_name = "agent-confirmed", entity_id, stored
-            mention.rationale = choice[1]
+            mention.rationale = choice.rationale
             continue
         if choice is not None:  # "new": the agent says none of the candidates is this entity
-            clash = await _fetch(conn, FIND_BY_NAME, {"scope_id": scope.id, "name": mention.name})
-            mention.rationale = choice[1]
+            clash = await _fetch(w.conn, FIND_BY_NAME, {"scope_id": w.scope.id, "name": mention.name})
+            mention.rationale = choice.rationale
             if clash is not None:
                 mention.new_but_exists = str(clash[0])
-                if id(mention) not in referenced:  # no fact of the call could make this a restatement
+                if not mention.referenced:  # no fact of the call could make this a restatement
                     refuse_new_that_exists([mention])
                 mention.entity_id, mention.stored_name, mention.how = str(clash[0]), str(clash[1]), "exact"
             continue
-        if id(mention) not in referenced or mention.entity_id is not None:
+        if not mention.referenced or mention.entity_id is not None:
             continue  # not used by any fact, or already resolved by resolve_known
-        found = await _exact(conn, scope, mention)
+        found = await _exact(w, mention)
         if found is not None:
             mention.entity_id, mention.stored_name, mention.how = found
             continue
         waiting.append(mention)
-    await follow_merges(conn, scope, unique(by_key))
+    await follow_merges(w, w.mentions())
     # Only now are all exact resolutions of the call known, so entities the call's other mentions
     # name can be kept out of every candidate list.
-    taken = {m.entity_id for m in unique(by_key) if m.entity_id is not None}
+    taken = w.taken()
     for mention in waiting:
         with steps.step("near_match"):
-            judged = await candidates_for(conn, scope, mention, vectors[mention.name], by_key, taken)
+            judged = await candidates_for(w, mention, taken)
         best = judged[0] if judged else None
-        if best is not None and best.score >= limits.merge_at:
+        if best is not None and best.score >= w.limits.merge_at:
             mention.entity_id, mention.stored_name, mention.how, mention.variant = (
                 best.entity_id, best.name, "variant", best)
             taken.add(best.entity_id)
         else:
-            mention.candidates = [c for c in judged if c.score >= limits.defer_at][:NEAR_MATCH_CANDIDATES]
-    await follow_merges(conn, scope, waiting)
-    _merge_same_entity(by_key)
+            mention.candidates = [c for c in judged if c.score >= w.limits.defer_at][:NEAR_MATCH_CANDIDATES]
+    await follow_merges(w, waiting)
+    _merge_same_entity(w.by_key)
 
 
-async def follow_merges(conn: psycopg.AsyncConnection, scope: Scope, mentions: list[Mention]) -> None:
+async def follow_merges(w: EpisodeWrite, mentions: list[Mention]) -> None:
     """Resolved mentions whose entity a person merged into another resolve to that other entity.
 
     Runs under the scope's write lock (the merge verbs take it too), so a write sees a merge
     either entirely or not at all.
     """
-    redirect = await _redirects(conn, scope, [m.entity_id for m in mentions if m.entity_id is not None])
+    redirect = await _redirects(w, [m.entity_id for m in mentions if m.entity_id is not None])
     for mention in mentions:
         if mention.entity_id in redirect:
             mention.entity_id, mention.stored_name = redirect[mention.entity_id]
@@ -348,44 +244,49 @@ def _merge_same_entity(by_key: dict[str, Mention]) -> None:
             if mention.how == "agent-confirmed":
                 first.how, first.rationale = mention.how, mention.rationale
             first.new_but_exists = first.new_but_exists or mention.new_but_exists
-            for alias in [mention.name, *mention.aliases]:
+            for alias in mention.names:
                 if key(alias) not in first.keys:
                     first.keys.add(key(alias))
                     first.aliases.append(alias)
             by_key[k] = first
 
 
-async def materialise(
-    conn: psycopg.AsyncConnection,
-    scope: Scope,
-    mention: Mention,
-    agent_id: str,
-    vectors: dict[str, np.ndarray],
-) -> None:
+async def note_rejected(w: EpisodeWrite, mention: Mention, taken: set[str]) -> None:
+    """For a mention the agent answered "new", the look-alikes it said no to, kept for the audit row.
+
+    Calibration counts them as look-alikes; `taken` is the call's resolved entities, as `plan` had them.
+    """
+    if mention.entity_id is None and mention.choice is not None:
+        with steps.step("near_match"):
+            judged = await candidates_for(w, mention, taken)
+        mention.rejected = [c for c in judged if c.score >= w.limits.defer_at][:NEAR_MATCH_CANDIDATES]
+
+
+async def materialise(w: EpisodeWrite, mention: Mention) -> None:
     """Create the entity (how = new) or learn the call's names as aliases of the resolved one."""
     if mention.entity_id is None:
         row = await _fetch(
-            conn,
+            w.conn,
             INSERT_ENTITY,
-            {"scope_id": scope.id, "name": mention.name, "type": mention.type,
-             "embedding": vectors[mention.name], "agent_id": agent_id},
+            {"scope_id": w.scope.id, "name": mention.name, "type": mention.type,
+             "embedding": w.vectors[mention.name], "agent_id": w.caller.agent_id},
         )
         assert row is not None
         mention.entity_id, mention.stored_name, mention.created = str(row[0]), mention.name, True
-    names = [mention.name, *mention.aliases]
-    for alias in names:
+    for alias in mention.names:
         if key(alias) == key(mention.stored_name or ""):
             continue
-        learned = await _fetch(conn, LEARN_ALIAS, {"entity_id": mention.entity_id, "scope_id": scope.id, "alias": alias})
+        learned = await _fetch(
+            w.conn, LEARN_ALIAS, {"entity_id": mention.entity_id, "scope_id": w.scope.id, "alias": alias})
         if learned is not None:
             mention.learned.append(alias)
 
 
-async def _redirects(conn: psycopg.AsyncConnection, scope: Scope, ids: list[str]) -> dict[str, tuple[str, str]]:
+async def _redirects(w: EpisodeWrite, ids: list[str]) -> dict[str, tuple[str, str]]:
     """absorbed entity id -> (id, name) of the entity it answers as, for the ids a merge in force absorbed."""
     if not ids:
         return {}
-    rows = await (await conn.execute(CANONICAL, {"scope_id": scope.id, "ids": ids})).fetchall()
+    rows = await (await w.conn.execute(CANONICAL, {"scope_id": w.scope.id, "ids": ids})).fetchall()
     return {str(absorbed): (str(canonical), str(name)) for absorbed, canonical, name in rows}
 
 
@@ -393,53 +294,46 @@ async def _fetch(conn: psycopg.AsyncConnection, sql: str, params: Params) -> tup
     return await (await conn.execute(sql, params)).fetchone()
 
 
-async def _entity_by_id(conn: psycopg.AsyncConnection, scope: Scope, entity_id: str) -> tuple[str, str]:
+async def _entity_by_id(w: EpisodeWrite, entity_id: str) -> tuple[str, str]:
     try:
         uuid.UUID(entity_id)
     except ValueError:
         raise InvalidArgument(f"entity_resolutions: '{entity_id[:64]}' is not an entity id or \"new\"") from None
-    row = await _fetch(conn, ENTITY_IN_SCOPE, (scope.id, entity_id))
+    row = await _fetch(w.conn, ENTITY_IN_SCOPE, (w.scope.id, entity_id))
     if row is None:
-        raise NotFound(f"entity_resolutions: entity {entity_id} does not exist in scope '{scope.name}'")
+        raise NotFound(f"entity_resolutions: entity {entity_id} does not exist in scope '{w.scope.name}'")
     return str(row[0]), str(row[1])
 
 
-async def _exact(conn: psycopg.AsyncConnection, scope: Scope, mention: Mention) -> tuple[str, str, How] | None:
+async def _exact(w: EpisodeWrite, mention: Mention) -> tuple[str, str, How] | None:
     """The stored entity answering to one of the mention's names: stored names first, then aliases."""
-    names = [mention.name, *mention.aliases]
+    names = mention.names
     for sql in (FIND_BY_NAME, FIND_BY_ALIAS):
         for name in names:
-            row = await _fetch(conn, sql, {"scope_id": scope.id, "name": name})
+            row = await _fetch(w.conn, sql, {"scope_id": w.scope.id, "name": name})
             if row is not None:
                 return str(row[0]), str(row[1]), row[2]  # type: ignore[return-value]
     return None
 
 
-async def candidates_for(
-    conn: psycopg.AsyncConnection,
-    scope: Scope,
-    mention: Mention,
-    vector: np.ndarray,
-    by_key: dict[str, Mention],
-    taken: set[str],
-) -> list[Candidate]:
+async def candidates_for(w: EpisodeWrite, mention: Mention, taken: set[str]) -> list[Candidate]:
     """Stored entities the mention may name, judged by name_match and best first (one per entity).
 
     Entities in `taken` (named by another mention of the call) and entities whose name or alias is
     another mention's name in this call are left out: the call declared them as other entities.
     """
-    likes, regexes, exacts = _lexical_patterns([mention.name, *mention.aliases])
+    likes, regexes, exacts = _lexical_patterns(mention.names)
     rows = await (
-        await conn.execute(
+        await w.conn.execute(
             CANDIDATES,
-            {"scope_id": scope.id, "embedding": vector, "nearest": NEAREST_VECTORS, "lexical": LEXICAL_LIMIT,
-             "likes": likes, "regexes": regexes, "exacts": exacts},
+            {"scope_id": w.scope.id, "embedding": w.vectors[mention.name], "nearest": NEAREST_VECTORS,
+             "lexical": LEXICAL_LIMIT, "likes": likes, "regexes": regexes, "exacts": exacts},
         )
     ).fetchall()
-    others = {k for k, m in by_key.items() if m is not mention}
+    others = {k for k, m in w.by_key.items() if m is not mention}
     # An entity a person merged into another is a candidate as that other entity (its name is an
     # alias of it now), so the agent is never offered an absorbed id.
-    redirect = await _redirects(conn, scope, list({str(r[0]) for r in rows}))
+    redirect = await _redirects(w, list({str(r[0]) for r in rows}))
     best: dict[str, Candidate] = {}
     for entity_id, name, type_, matched, similarity in rows:
         entity_id, name = redirect.get(str(entity_id), (str(entity_id), str(name)))
@@ -447,7 +341,7 @@ async def candidates_for(
             continue
         cosine = float(similarity) if similarity is not None else 0.0
         kind = name_match.kind_of(mention.type, str(type_))
-        for own in [mention.name, *mention.aliases]:
+        for own in mention.names:
             judgement = name_match.judge(own, str(matched), cosine, kind=kind)
             candidate = Candidate(entity_id=entity_id, name=str(name), similarity=round(cosine, 4),
                                   score=judgement.score, rule=judgement.rule, matched_name=str(matched))

@@ -4,11 +4,20 @@ The service runtime owns the one transaction (libs/server/service/routes.py): an
 raised here rolls everything back and reaches the caller as that typed error, which the edge
 renders as a refusal in the tool's result shape. The order of work is chosen so that an outcome which stores
 nothing (deferred, unchanged, no_facts) inserts no memory row at all (a deferral is noted in the
-bookkeeping table deferred_mentions, for `health`):
+bookkeeping table deferred_mentions, for `health`). `write_episode` runs these steps in order, each
+on the request's one `EpisodeWrite` (write_state.py), and each refusal stops the write where it is:
 
-    check shape and secrets → scope → embed (outside the lock) → scope write lock →
-    resolve mentions (read only) → classify facts (restated / to write / deferred) →
-    create entities, learn aliases → episode → facts → audit rows → outbox events
+    validate, refuse secrets      — InvalidArgument before anything is read
+    resolve_scope_of              — the scope and any cited episodes (ScopeDenied, NotFound)
+    resolve_entities              — conflicting entity_resolutions (InvalidArgument); exact names
+                                    before the lock, near-match names embedded, then the scope
+                                    write lock and entities.plan under it (bad or unknown ids)
+    classify                      — restated / to write / deferred; two claims on one edge once
+                                    resolved, or a "new" entity whose name is taken (InvalidArgument)
+    track_deferrals               — deferred_mentions bookkeeping; stop here if nothing to write
+    store_entities                — create entities, learn aliases, their audit rows
+    store_episode, store_facts    — the episode, then per fact: end the active edge, insert,
+                                    audit row, outbox event
 
 The facts' vectors, and those of the names the call declares new, are computed in worker
 threads from the start and awaited only when they are inserted, so the model and the database
@@ -21,10 +30,7 @@ docs/tools/write_episode.md.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -36,23 +42,21 @@ from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import InvalidArgument
 from echo_memory.libs.core.contracts.identity import is_post_hoc
 from echo_memory.libs.core.contracts.write import (
-    AliasedMention,
     DeferredMention,
     EdgeRef,
     FactIn,
-    NotStored,
     WriteEpisodeInput,
     WriteEpisodeResult,
 )
 from echo_memory.libs.core.hygiene.instructions import instruction_flags
 from echo_memory.libs.core.secrets import find_secret
-from echo_memory.libs.server.embed import MiniLM, count_tokens, settle
+from echo_memory.libs.server.embed import MiniLM, count_tokens
 from echo_memory.libs.server.store.access import Scope, resolve_scope
 from echo_memory.libs.server.telemetry import db_span, steps
 from echo_memory.services.writes import entities
 from echo_memory.services.writes import queries as q
-from echo_memory.services.writes.entities import Mention, key
 from echo_memory.services.writes.evidence import readable_episodes
+from echo_memory.services.writes.write_state import EpisodeWrite, Mention, PlannedFact, key
 
 
 def normal_relation(relation: str) -> str:
@@ -61,10 +65,16 @@ def normal_relation(relation: str) -> str:
 
 
 def check_shape(args: WriteEpisodeInput) -> None:
-    """Rules across fields that pydantic alone does not express, and the secret check.
+    """The checks a call passes before anything is read: its shape, then its secrets.
 
     Raises InvalidArgument naming the fact or entity by position, never quoting a secret.
     """
+    validate(args)
+    refuse_secrets(args)
+
+
+def validate(args: WriteEpisodeInput) -> None:
+    """Rules across fields that pydantic alone does not express: every endpoint is declared, one claim per edge."""
     known = {key(e.name) for e in args.entities} | {key(a) for e in args.entities for a in e.aliases}
     known |= {key(r.mention) for r in args.entity_resolutions}
     seen: dict[tuple[str, str, str], int] = {}
@@ -83,10 +93,10 @@ def check_shape(args: WriteEpisodeInput) -> None:
                 f"{fact.target[:60]}); send one claim per edge"
             )
         seen[edge] = index
-    _refuse_secrets(args)
 
 
-def _refuse_secrets(args: WriteEpisodeInput) -> None:
+def refuse_secrets(args: WriteEpisodeInput) -> None:
+    """InvalidArgument when any text field of the call holds a secret; the message names the field and kind only."""
     fields: list[tuple[str, str]] = [("session_id", args.session_id), ("project", args.project or ""),
                                      ("idempotency_key", args.idempotency_key or "")]
     for i, fact in enumerate(args.facts, start=1):
@@ -106,16 +116,6 @@ def _refuse_secrets(args: WriteEpisodeInput) -> None:
             )
 
 
-@dataclass
-class _Planned:
-    fact: FactIn
-    source: Mention
-    target: Mention
-    relation: str
-    active: dict[str, Any] | None
-    index: int  # the fact's position in the call, which is also its vector's
-
-
 async def write_episode(
     conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput, embedder: MiniLM
 ) -> WriteEpisodeResult:
@@ -125,195 +125,132 @@ async def write_episode(
     secrets, unknown or unwritable scopes and entity ids not in the scope.
     """
     with steps.step("check_shape"):
-        check_shape(args)
+        validate(args)
+        refuse_secrets(args)
     if not args.facts:
-        # The scope is still checked, inside a savepoint rolled back at once: a first write to
-        # `solo` creates its scope row, and an outcome that stores nothing leaves no row at all.
-        async with conn.transaction(force_rollback=True):
-            scope = await resolve_scope(conn, caller, args.scope, "write")
-        return WriteEpisodeResult(stored=False, not_stored="no_facts", scope=scope.name)
-    by_key = entities.call_entities(args)
-    referenced = {id(by_key[key(f.source)]) for f in args.facts} | {id(by_key[key(f.target)]) for f in args.facts}
-    # Embedding is the slow part of a write (onnxruntime releases the GIL): the facts' texts and
-    # the names the call declares new (they become entities whatever the store holds) start now,
-    # each in its own thread, and are needed only at insert time.
-    declared_new = entities.declared_new(args, by_key, referenced)
-    fact_job = asyncio.create_task(asyncio.to_thread(_embed, embedder, [f.fact for f in args.facts], "embed_facts"))
-    new_job = (
-        asyncio.create_task(asyncio.to_thread(_embed, embedder, declared_new, "embed_names")) if declared_new else None
-    )
+        return await _no_facts(conn, caller, args)
+    write = EpisodeWrite(conn, caller, args, embedder)
+    write.start_embedding()
     try:
-        return await _store(conn, caller, args, embedder, by_key, referenced, fact_job, (declared_new, new_job))
+        await resolve_scope_of(write)
+        await resolve_entities(write)
+        await classify(write)
+        await track_deferrals(write)
+        if not write.planned:
+            return write.not_stored()
+        # Each audit row and outbox event is written right after the row it describes, so their
+        # ids follow the order of the writes.
+        await store_entities(write)
+        await store_episode(write)
+        await store_facts(write)
+        return write.stored()
     finally:
-        await settle(fact_job)
-        if new_job is not None:
-            await settle(new_job)
+        await write.settle()
 
 
-async def _store(
-    conn: psycopg.AsyncConnection,
-    caller: Caller,
-    args: WriteEpisodeInput,
-    embedder: MiniLM,
-    by_key: dict[str, Mention],
-    referenced: set[int],
-    fact_job: asyncio.Task[np.ndarray],
-    new_names: tuple[list[str], asyncio.Task[np.ndarray] | None],
-) -> WriteEpisodeResult:
-    with steps.step("resolve_scope"):
+async def _no_facts(conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput) -> WriteEpisodeResult:
+    """A call with no facts stores nothing, but its scope is still checked.
+
+    Inside a savepoint rolled back at once: a first write to `solo` creates its scope row, and an
+    outcome that stores nothing leaves no row at all.
+    """
+    async with conn.transaction(force_rollback=True):
         scope = await resolve_scope(conn, caller, args.scope, "write")
-    if args.source_episode_ids:
+    return WriteEpisodeResult(stored=False, not_stored="no_facts", scope=scope.name)
+
+
+async def resolve_scope_of(w: EpisodeWrite) -> None:
+    """The scope the call writes (refused unless the caller may write it), and its cited episodes' readability."""
+    with steps.step("resolve_scope"):
+        w.scope = await resolve_scope(w.conn, w.caller, w.args.scope, "write")
+    if w.args.source_episode_ids:
         with steps.step("source_episodes"):
-            await readable_episodes(conn, caller, args.source_episode_ids, imported_only=False)
+            await readable_episodes(w.conn, w.caller, w.args.source_episode_ids, imported_only=False)
 
-    # Known names resolve before the lock and need no vector; the others that no resolution
-    # declares new may be near matches, so they are embedded now, before the lock.
-    choices = entities.choices_of(args, by_key)
+
+async def resolve_entities(w: EpisodeWrite) -> None:
+    """Which stored entity each mention names: known names and vectors before the lock, the rest under it.
+
+    Known names resolve before the lock and need no vector; the others that no resolution
+    declares new may be near matches, so they are embedded now, before the lock.
+    """
+    entities.record_choices(w)
     with steps.step("exact_names"):
-        await entities.resolve_known(conn, scope, choices, by_key, referenced)
-    early = set(new_names[0])
-    names = [m.name for m in entities.unique(by_key)
-             if id(m) in referenced and entities.needs_vector(m, choices) and m.name not in early]
+        await entities.resolve_known(w)
+    names = entities.names_to_embed(w)
     with steps.step("wait_name_vectors"):
-        embedded: np.ndarray | list[np.ndarray] = (
-            await asyncio.to_thread(_embed, embedder, names, "embed_names") if names else []
-        )
-    vectors = dict(zip(names, embedded, strict=True))
-
-    with db_span("scope_write_lock", org=caller.org), steps.step("lock_wait"):
-        now: datetime = (await (await conn.execute(q.LOCK_SCOPE_THEN_NOW, (scope.id,))).fetchone())[0]  # type: ignore[index]
-
+        await w.embed_names(names)
+    with db_span("scope_write_lock", org=w.caller.org), steps.step("lock_wait"):
+        w.now = (await (await w.conn.execute(q.LOCK_SCOPE_THEN_NOW, (w.scope.id,))).fetchone())[0]  # type: ignore[index]
     with steps.step("plan_entities"):
-        limits = await entities.thresholds(conn)
-        await entities.plan(conn, scope, choices, by_key, referenced, vectors, limits)
-    with steps.step("active_edges"):
-        planned, restated, deferred = await _classify(conn, caller, scope, args, by_key)
-    entities.refuse_new_that_exists([m for p in planned for m in (p.source, p.target)])
-    with steps.step("deferral_bookkeeping"):
-        await _track_deferrals(conn, caller, scope, args, deferred)
-
-    if not planned:
-        outcome: NotStored = "deferred" if deferred else "unchanged"
-        return WriteEpisodeResult(
-            stored=False, not_stored=outcome, restated=restated, deferred=deferred, scope=scope.name
-        )
-
-    if new_names[1] is not None:
-        with steps.step("wait_name_vectors"):
-            vectors.update(zip(new_names[0], await new_names[1], strict=True))
-    endpoints = entities.unique({str(id(m)): m for p in planned for m in (p.source, p.target)})
-    taken = {m.entity_id for m in entities.unique(by_key) if m.entity_id is not None}
-    for mention in endpoints:
-        if mention.entity_id is None and id(mention) in choices:
-            # An answered deferral: the candidates the agent said "new" to are kept in the audit
-            # row, so calibration can count them as look-alikes.
-            with steps.step("near_match"):
-                judged = await entities.candidates_for(conn, scope, mention, vectors[mention.name], by_key, taken)
-            mention.rejected = [c for c in judged if c.score >= limits.defer_at][: entities.NEAR_MATCH_CANDIDATES]
-        with steps.step("insert_entities"):
-            await entities.materialise(conn, scope, mention, caller.agent_id, vectors)
-        await _audit_entity(conn, caller, args, scope, mention)
-    with steps.step("insert_episode"):
-        episode_id = await _insert_episode(conn, caller, args, scope, [p.fact for p in planned], embedder.name)
-    with steps.step("wait_fact_vectors"):
-        fact_vectors = await fact_job
-    created = [
-        await _write_fact(conn, caller, args, scope, p, fact_vectors[p.index], episode_id=episode_id, now=now)
-        for p in planned
-    ]
-    aliased = [
-        AliasedMention(mention=m.name, entity_id=m.variant.entity_id, entity=m.variant.name, rule=m.variant.rule,
-                       score=m.variant.score)
-        for m in endpoints if m.variant is not None
-    ]
-    return WriteEpisodeResult(
-        stored=True,
-        partial=bool(deferred),
-        edges_created=created,
-        restated=restated,
-        deferred=deferred,
-        aliased=aliased,
-        scope=scope.name,
-    )
+        await entities.plan(w)
 
 
-async def _track_deferrals(
-    conn: psycopg.AsyncConnection, caller: Caller, scope: Scope, args: WriteEpisodeInput,
-    deferred: list[DeferredMention],
-) -> None:
-    """Record the answers this call gives to earlier deferrals, then the mentions it defers now."""
-    if args.entity_resolutions:
-        await conn.execute(q.RESOLVE_DEFERRALS, {
-            "scope_id": scope.id, "agent_id": caller.agent_id,
-            "mentions": [r.mention for r in args.entity_resolutions],
-            "entity_ids": [r.entity_id for r in args.entity_resolutions],
-        })
-    for d in deferred:
-        await conn.execute(q.RECORD_DEFERRAL, {
-            "scope_id": scope.id, "agent_id": caller.agent_id, "mention": d.mention,
-            "candidates": Jsonb([c.model_dump(mode="json") for c in d.candidates]),
-        })
+async def classify(w: EpisodeWrite) -> None:
+    """Split the facts into edges to write, restatements of the active edge, and deferred mentions.
 
-
-async def _classify(
-    conn: psycopg.AsyncConnection,
-    caller: Caller,
-    scope: Scope,
-    args: WriteEpisodeInput,
-    by_key: dict[str, Mention],
-) -> tuple[list[_Planned], list[EdgeRef], list[DeferredMention]]:
-    """Split the facts into edges to write, restatements of the active edge, and deferred mentions."""
-    planned: list[_Planned] = []
-    restated: list[EdgeRef] = []
-    waiting: dict[int, Mention] = {}
-    waiting_facts: dict[int, list[int]] = {}
+    Then refuses a fact to be written whose entity was declared "new" though its name is taken.
+    """
+    waiting: list[Mention] = []
     seen: dict[tuple[object, object, str], int] = {}
-    for index, fact in enumerate(args.facts, start=1):
-        source, target = by_key[key(fact.source)], by_key[key(fact.target)]
-        blocked = [m for m in (source, target) if m.deferred]
-        if blocked:
-            for mention in blocked:
-                waiting.setdefault(id(mention), mention)
-                waiting_facts.setdefault(id(mention), []).append(index)
-            continue
-        relation = normal_relation(fact.relation)
-        # Two facts of one call can land on one edge once mentions resolve (e.g. "Postgres" and
-        # "PostgreSQL" both confirmed as one entity); one claim per edge keeps history honest.
-        edge = (source.entity_id or id(source), target.entity_id or id(target), relation.lower())
-        if edge in seen:
-            raise InvalidArgument(
-                f"facts {seen[edge]} and {index} make two claims on one edge once their entities are "
-                f"resolved ({source.display}, {relation}, {target.display}); send one claim per edge"
+    with steps.step("active_edges"):
+        for index, fact in enumerate(w.args.facts, start=1):
+            source, target = w.mention(fact.source), w.mention(fact.target)
+            blocked = [m for m in (source, target) if m.deferred]
+            if blocked:
+                for mention in blocked:
+                    if not mention.waiting_facts:
+                        waiting.append(mention)
+                    mention.waiting_facts.append(index)
+                continue
+            relation = normal_relation(fact.relation)
+            # Two facts of one call can land on one edge once mentions resolve (e.g. "Postgres" and
+            # "PostgreSQL" both confirmed as one entity); one claim per edge keeps history honest.
+            edge = (source.entity_id or source, target.entity_id or target, relation.lower())
+            if edge in seen:
+                raise InvalidArgument(
+                    f"facts {seen[edge]} and {index} make two claims on one edge once their entities are "
+                    f"resolved ({source.display}, {relation}, {target.display}); send one claim per edge"
+                )
+            seen[edge] = index
+            active = await _active_edge(w, source, target, relation)
+            if active is not None and _restates(fact, active):
+                w.restated.append(EdgeRef(fact_id=str(active["id"]), source=source.display, target=target.display,
+                                          relation=active["relation"]))
+                continue
+            w.planned.append(PlannedFact(fact, source, target, relation, active, index - 1))
+        w.deferred = [
+            DeferredMention(mention=m.name, candidates=m.candidates, waiting_facts=m.waiting_facts,
+                            answer=_answer(m))
+            for m in waiting
+        ]
+    entities.refuse_new_that_exists([m for p in w.planned for m in (p.source, p.target)])
+
+
+async def _active_edge(w: EpisodeWrite, source: Mention, target: Mention, relation: str) -> dict[str, Any] | None:
+    """The edge in force between two resolved entities under this relation (row-locked), if any."""
+    if not (source.entity_id and target.entity_id):
+        return None
+    async with w.conn.cursor(row_factory=dict_row) as cur:
+        with db_span("active_edge", org=w.caller.org):
+            await cur.execute(
+                q.ACTIVE_EDGE,
+                {"scope_id": w.scope.id, "source": source.entity_id, "target": target.entity_id,
+                 "relation": relation},
             )
-        seen[edge] = index
-        active = None
-        if source.entity_id and target.entity_id:
-            async with conn.cursor(row_factory=dict_row) as cur:
-                with db_span("active_edge", org=caller.org):
-                    await cur.execute(
-                        q.ACTIVE_EDGE,
-                        {"scope_id": scope.id, "source": source.entity_id, "target": target.entity_id,
-                         "relation": relation},
-                    )
-                    active = await cur.fetchone()
-        claim = {"text": fact.fact, "confidence": fact.confidence, "causal_hint": fact.causal_hint}
-        if active is not None and all(active[k] == v for k, v in claim.items()):
-            restated.append(EdgeRef(fact_id=str(active["id"]), source=source.display, target=target.display,
-                                    relation=active["relation"]))
-            continue
-        planned.append(_Planned(fact, source, target, relation, active, index - 1))
-    deferred = [
-        DeferredMention(mention=m.name, candidates=m.candidates, waiting_facts=waiting_facts[id(m)],
-                        answer=_answer(m, waiting_facts[id(m)]))
-        for m in waiting.values()
-    ]
-    return planned, restated, deferred
+            return await cur.fetchone()
 
 
-def _answer(mention: Mention, facts: list[int]) -> str:
+def _restates(fact: FactIn, active: dict[str, Any]) -> bool:
+    """True when the fact claims exactly what its active edge holds: nothing to write."""
+    claim = {"text": fact.fact, "confidence": fact.confidence, "causal_hint": fact.causal_hint}
+    return all(active[k] == v for k, v in claim.items())
+
+
+def _answer(mention: Mention) -> str:
     """What the agent sends back: one entity_resolutions entry for the mention, with the waiting facts."""
     ids = " or ".join(f'"{c.entity_id}" ({c.name})' for c in mention.candidates)
-    positions = ", ".join(str(i) for i in facts)
+    positions = ", ".join(str(i) for i in mention.waiting_facts)
     return (
         f"'{mention.name}' may be a stored entity: send the call again with the waiting fact(s) {positions} and "
         f'entity_resolutions: [{{"mention": "{mention.name}", "entity_id": {ids} or "new"}}] — '
@@ -321,109 +258,132 @@ def _answer(mention: Mention, facts: list[int]) -> str:
     )
 
 
-async def _insert_episode(
-    conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput, scope: Scope, facts: list[FactIn],
-    model: str,
-) -> str:
-    content = "\n".join(f.fact for f in facts)
-    row = await (
-        await conn.execute(
-            q.INSERT_EPISODE,
-            {"scope_id": scope.id, "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
-             "session_id": args.session_id, "content": content, "tokens": count_tokens(content), "model": model,
-             "flags": instruction_flags(content),
-             "metadata": Jsonb({"source_episode_ids": args.source_episode_ids} if args.source_episode_ids else {})},
-        )
-    ).fetchone()
-    return str(row[0])  # type: ignore[index]
+async def track_deferrals(w: EpisodeWrite) -> None:
+    """Record the answers this call gives to earlier deferrals, then the mentions it defers now."""
+    with steps.step("deferral_bookkeeping"):
+        if w.args.entity_resolutions:
+            await w.conn.execute(q.RESOLVE_DEFERRALS, {
+                "scope_id": w.scope.id, "agent_id": w.caller.agent_id,
+                "mentions": [r.mention for r in w.args.entity_resolutions],
+                "entity_ids": [r.entity_id for r in w.args.entity_resolutions],
+            })
+        for d in w.deferred:
+            await w.conn.execute(q.RECORD_DEFERRAL, {
+                "scope_id": w.scope.id, "agent_id": w.caller.agent_id, "mention": d.mention,
+                "candidates": Jsonb([c.model_dump(mode="json") for c in d.candidates]),
+            })
 
 
-async def _write_fact(
-    conn: psycopg.AsyncConnection,
-    caller: Caller,
-    args: WriteEpisodeInput,
-    scope: Scope,
-    p: _Planned,
-    vector: np.ndarray,
-    *,
-    episode_id: str,
-    now: datetime,
-) -> EdgeRef:
-    """End the active edge (if any) and insert the new one, with its audit row and outbox event."""
-    fact = p.fact
-    supersedes = str(p.active["id"]) if p.active is not None else None
-    hint_added = _hint_added_later(p)
+async def store_entities(w: EpisodeWrite) -> None:
+    """Create the written facts' new entities and learn their aliases, each with its audit row."""
+    await w.await_new_names()
+    w.endpoints = list(dict.fromkeys(m for p in w.planned for m in (p.source, p.target)))
+    taken = w.taken()
+    for mention in w.endpoints:
+        await entities.note_rejected(w, mention, taken)
+        with steps.step("insert_entities"):
+            await entities.materialise(w, mention)
+        await _audit_entity(w, mention)
+
+
+async def store_episode(w: EpisodeWrite) -> None:
+    """The episode row: the written facts' texts, as one extraction."""
+    content = "\n".join(p.fact.fact for p in w.planned)
+    args = w.args
+    with steps.step("insert_episode"):
+        row = await (
+            await w.conn.execute(
+                q.INSERT_EPISODE,
+                {"scope_id": w.scope.id, "agent_id": w.caller.agent_id, "tool": w.caller.tool, "project": args.project,
+                 "session_id": args.session_id, "content": content, "tokens": count_tokens(content),
+                 "model": w.embedder.name, "flags": instruction_flags(content),
+                 "metadata": Jsonb({"source_episode_ids": args.source_episode_ids} if args.source_episode_ids else {})},
+            )
+        ).fetchone()
+    w.episode_id = str(row[0])  # type: ignore[index]
+
+
+async def store_facts(w: EpisodeWrite) -> None:
+    """Per fact, in the call's order: end the active edge and insert the new one, its audit row, its event."""
+    with steps.step("wait_fact_vectors"):
+        vectors = await w.fact_vectors()
+    for p in w.planned:
+        edge = await _insert_fact(w, p, vectors[p.index])
+        await _audit_fact(w, p, edge)
+        await _emit_fact(w, p, edge)
+        w.created.append(edge)
+
+
+async def _insert_fact(w: EpisodeWrite, p: PlannedFact, vector: np.ndarray) -> EdgeRef:
+    """End the active edge (if any) at the lock's clock and insert the new version from it."""
+    fact, args, supersedes = p.fact, w.args, p.supersedes
     if supersedes is not None:
         with steps.step("insert_facts"):
-            ended = await conn.execute(q.END_EDGE, {"now": now, "id": supersedes, "scope_id": scope.id})
+            ended = await w.conn.execute(q.END_EDGE, {"now": w.now, "id": supersedes, "scope_id": w.scope.id})
         assert ended.rowcount == 1, "the active edge is row-locked, so it cannot end under us"
-    with db_span("insert_fact", org=caller.org), steps.step("insert_facts"):
+    with db_span("insert_fact", org=w.caller.org), steps.step("insert_facts"):
         row = await (
-            await conn.execute(
+            await w.conn.execute(
                 q.INSERT_FACT,
-                {"scope_id": scope.id, "source": p.source.entity_id, "target": p.target.entity_id,
-                 "relation": p.relation, "episode_id": episode_id, "text": fact.fact,
+                {"scope_id": w.scope.id, "source": p.source.entity_id, "target": p.target.entity_id,
+                 "relation": p.relation, "episode_id": w.episode_id, "text": fact.fact,
                  "confidence": fact.confidence, "causal_hint": fact.causal_hint,
-                 "hint_origin": ("post_hoc" if hint_added else "write") if fact.causal_hint else None,
-                 "now": now, "supersedes": supersedes,
-                 "agent_id": caller.agent_id, "tool": caller.tool, "project": args.project,
+                 "hint_origin": ("post_hoc" if p.hint_added_later else "write") if fact.causal_hint else None,
+                 "now": w.now, "supersedes": supersedes,
+                 "agent_id": w.caller.agent_id, "tool": w.caller.tool, "project": args.project,
                  "session_id": args.session_id, "embedding": vector, "tokens": count_tokens(fact.fact),
                  # Labelled, never refused: the text is stored as written (docs/security.md).
                  "flags": instruction_flags(fact.fact, fact.relation, fact.source, fact.target)},
             )
         ).fetchone()
-    fact_id = str(row[0])  # type: ignore[index]
-    edge = {"source": p.source.display, "target": p.target.display, "relation": p.relation}
+    return EdgeRef(fact_id=str(row[0]), source=p.source.display, target=p.target.display,  # type: ignore[index]
+                   relation=p.relation, supersedes=supersedes)
+
+
+async def _audit_fact(w: EpisodeWrite, p: PlannedFact, written: EdgeRef) -> None:
+    """fact_created, causal_hint_added (post-hoc) or fact_superseded, with the claim before and after."""
+    fact, caller, fact_id = p.fact, w.caller, written.fact_id
+    edge = {"source": written.source, "target": written.target, "relation": p.relation}
     claim = {"text": fact.fact, "confidence": fact.confidence, "causal_hint": fact.causal_hint}
-    event = {"fact_id": fact_id, "scope": scope.stored_name, "scope_id": scope.id}
     # Facts distilled from imported turns name them, so `why` and the audit log lead back to the evidence.
-    origin = {"source_episode_ids": args.source_episode_ids} if args.source_episode_ids else {}
-    since = f" (distilled from episode {', '.join(args.source_episode_ids)})" if args.source_episode_ids else ""
+    sources = w.args.source_episode_ids
+    after = {**edge, **claim, "fact_id": fact_id, **({"source_episode_ids": sources} if sources else {})}
+    since = f" (distilled from episode {', '.join(sources)})" if sources else ""
     if p.active is None:
-        await audit(conn, caller, scope, kind="fact_created", session_id=args.session_id, fact_id=fact_id,
-                    after={**edge, **claim, "fact_id": fact_id, **origin},
-                    reason=f"{caller.agent_id} recorded that {fact.fact}{since}")
-        await emit(conn, caller, "fact.created", event)
-    elif hint_added:
+        await audit(w.conn, caller, w.scope, kind="fact_created", session_id=w.args.session_id, fact_id=fact_id,
+                    after=after, reason=f"{caller.agent_id} recorded that {fact.fact}{since}")
+    elif p.hint_added_later:
         # The same claim, now with the causal hint it lacked: a new version like any change, but
         # audited as a post-hoc hint so trace_cause readers can tell it was not stated at the time.
-        await audit(conn, caller, scope, kind="causal_hint_added", session_id=args.session_id, fact_id=fact_id,
-                    before={"causal_hint": None, "fact_id": supersedes},
-                    after={**edge, **claim, "fact_id": fact_id, **origin}, post_hoc=True,
+        await audit(w.conn, caller, w.scope, kind="causal_hint_added", session_id=w.args.session_id,
+                    fact_id=fact_id, before={"causal_hint": None, "fact_id": written.supersedes}, after=after,
+                    post_hoc=True,
                     reason=f"{caller.agent_id} added the causal hint '{fact.causal_hint}' to an existing claim{since}")
-        await emit(conn, caller, "fact.superseded", {**event, "supersedes": supersedes})
     else:
-        before = {k: p.active[k] for k in ("text", "confidence", "causal_hint")} | {"fact_id": supersedes}
-        await audit(conn, caller, scope, kind="fact_superseded", session_id=args.session_id, fact_id=fact_id,
-                    before=before, after={**edge, **claim, "fact_id": fact_id, **origin},
-                    reason=f"{caller.agent_id} changed the claim on ({edge['source']}, {p.relation}, {edge['target']})"
-                    f"{since}")
-        await emit(conn, caller, "fact.superseded", {**event, "supersedes": supersedes})
-    return EdgeRef(fact_id=fact_id, source=edge["source"], target=edge["target"], relation=p.relation,
-                   supersedes=supersedes)
+        before = {k: p.active[k] for k in ("text", "confidence", "causal_hint")} | {"fact_id": written.supersedes}
+        await audit(w.conn, caller, w.scope, kind="fact_superseded", session_id=w.args.session_id, fact_id=fact_id,
+                    before=before, after=after,
+                    reason=f"{caller.agent_id} changed the claim on ({written.source}, {p.relation}, "
+                    f"{written.target}){since}")
 
 
-def _hint_added_later(p: _Planned) -> bool:
-    """True when the only change to the active edge is a causal hint it did not have."""
-    return (
-        p.active is not None
-        and p.active["causal_hint"] is None
-        and p.fact.causal_hint is not None
-        and p.active["text"] == p.fact.fact
-        and p.active["confidence"] == p.fact.confidence
-    )
+async def _emit_fact(w: EpisodeWrite, p: PlannedFact, written: EdgeRef) -> None:
+    """fact.created for a new edge, fact.superseded (naming the version it ends) for a changed one."""
+    event = {"fact_id": written.fact_id, "scope": w.scope.stored_name, "scope_id": w.scope.id}
+    if p.active is None:
+        await emit(w.conn, w.caller, "fact.created", event)
+    else:
+        await emit(w.conn, w.caller, "fact.superseded", {**event, "supersedes": written.supersedes})
 
 
-async def _audit_entity(
-    conn: psycopg.AsyncConnection, caller: Caller, args: WriteEpisodeInput, scope: Scope, m: Mention
-) -> None:
+async def _audit_entity(w: EpisodeWrite, m: Mention) -> None:
     """entity_created for a new entity; entity_resolved (how = exact | alias | agent-confirmed) otherwise."""
     if m.created:
         after: dict[str, Any] = {"name": m.name, "type": m.type, "aliases": m.learned}
         if m.rejected:
             after["rejected_candidates"] = [c.model_dump() for c in m.rejected]
-        await audit(conn, caller, scope, kind="entity_created", session_id=args.session_id, entity_id=m.entity_id,
-                    after=after, reason=m.rationale or f"new entity '{m.name}'")
+        await audit(w.conn, w.caller, w.scope, kind="entity_created", session_id=w.args.session_id,
+                    entity_id=m.entity_id, after=after, reason=m.rationale or f"new entity '{m.name}'")
         return
     if m.how == "agent-confirmed":
         reason = f"the agent confirmed '{m.name}' is '{m.stored_name}'"
@@ -435,8 +395,8 @@ async def _audit_entity(
     resolved: dict[str, Any] = {"mention": m.name, "entity": m.stored_name, "how": m.how, "aliases_learned": m.learned}
     if m.variant is not None:
         resolved |= {"rule": m.variant.rule, "score": m.variant.score, "matched_name": m.variant.matched_name}
-    await audit(conn, caller, scope, kind="entity_resolved", session_id=args.session_id, entity_id=m.entity_id,
-                after=resolved, reason=m.rationale or reason)
+    await audit(w.conn, w.caller, w.scope, kind="entity_resolved", session_id=w.args.session_id,
+                entity_id=m.entity_id, after=resolved, reason=m.rationale or reason)
 
 
 async def audit(
@@ -473,8 +433,3 @@ async def emit(conn: psycopg.AsyncConnection, caller: Caller, kind: str, payload
     with steps.step("outbox"):
         await conn.execute(q.INSERT_OUTBOX, (kind, json.dumps({"org": caller.org, **payload})))
 
-
-def _embed(embedder: MiniLM, texts: list[str], step: str) -> np.ndarray:
-    """The model's vectors for `texts`, timed as `step` when a profiler collects (runs in a worker thread)."""
-    with steps.step(step):
-        return embedder.embed(texts)

@@ -1,4 +1,5 @@
-"""Fixtures for the audit tests: a second org (database registered on the same bus) for imports."""
+"""Fixtures for the audit tests: every service on the in-memory broker, and a second org (database
+registered on the same bus) for imports."""
 
 from __future__ import annotations
 
@@ -10,7 +11,17 @@ from typing import Any
 import psycopg
 import pytest
 
+from echo_memory.libs.core.config import Settings
+from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.orgs import register_org, unregister_org
+from echo_memory.libs.testing.agents import Routes, routed_services
+
+
+@pytest.fixture
+async def routes(database_url: str, org: str, embedder: MiniLM) -> AsyncIterator[Routes]:
+    """Every service's routes on the in-memory broker, each request committing on the test's database."""
+    async with routed_services(Settings(org=org), embedder=embedder, database_url=database_url) as running:
+        yield running
 
 
 @pytest.fixture

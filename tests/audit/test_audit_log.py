@@ -1,4 +1,8 @@
-"""get_audit_log through the real MCP client: rows for every change, atomic with it; filters; paging; scopes."""
+"""get_audit_log as agents call it through the edge: rows for every change, atomic with it; filters; paging; scopes.
+
+On the handler tier, except the time filters: every row of one rolled-back transaction carries the
+same `now()`, so that test runs on every service's routes with each request committing.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from typing import Any
 from audit_helpers import Writer, fact
 
 from echo_memory.libs.local.stack import tool_error
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Agent, Routes, make_scope
+from echo_memory.libs.testing.tiers import Handlers
 
 PG = [("Postgres", "database"), ("Billing API", "service")]
 
@@ -19,23 +24,22 @@ def kinds(page: dict[str, Any]) -> list[str]:
     return [e["kind"] for e in page["entries"]]
 
 
-async def test_every_write_change_has_its_audit_row_with_agent_session_and_reason(stack: EchoStack) -> None:
-    async with stack.client(stack.issue_token("claude-code")) as c:
-        w = Writer(c)
-        first = await w.write(PG, [fact("Billing API", "Postgres", "stores data in", "The billing API stores data in Postgres.")])
-        second = await w.write(PG, [fact("Billing API", "Postgres", "stores data in",
-                                         "The billing API stores invoices in Postgres 16.")], session="s-2")
-        pg_id = None
-        log = await w.audit()
-        for entry in log["entries"]:
-            if entry["kind"] == "entity_created" and entry["after"]["name"] == "Postgres":
-                pg_id = entry["entity_id"]
-        confirmed = await w.write([("PG cluster", "database"), ("Reports job", "job")],
-                                  [fact("Reports job", "PG cluster", "reads from", "The reports job reads from the PG cluster.")],
-                                  session="s-3",
-                                  entity_resolutions=[{"mention": "PG cluster", "entity_id": pg_id,
-                                                       "rationale": "same database, team nickname"}])
-        log = await w.audit()
+async def test_every_write_change_has_its_audit_row_with_agent_session_and_reason(handlers: Handlers) -> None:
+    w = Writer(Agent(handlers, "claude-code"))
+    first = await w.write(PG, [fact("Billing API", "Postgres", "stores data in", "The billing API stores data in Postgres.")])
+    second = await w.write(PG, [fact("Billing API", "Postgres", "stores data in",
+                                     "The billing API stores invoices in Postgres 16.")], session="s-2")
+    pg_id = None
+    log = await w.audit()
+    for entry in log["entries"]:
+        if entry["kind"] == "entity_created" and entry["after"]["name"] == "Postgres":
+            pg_id = entry["entity_id"]
+    confirmed = await w.write([("PG cluster", "database"), ("Reports job", "job")],
+                              [fact("Reports job", "PG cluster", "reads from", "The reports job reads from the PG cluster.")],
+                              session="s-3",
+                              entity_resolutions=[{"mention": "PG cluster", "entity_id": pg_id,
+                                                   "rationale": "same database, team nickname"}])
+    log = await w.audit()
     assert first["stored"] and second["stored"] and confirmed["stored"], confirmed
     entries = log["entries"]
     assert [e["id"] for e in entries] == sorted(e["id"] for e in entries)  # oldest first
@@ -54,44 +58,43 @@ async def test_every_write_change_has_its_audit_row_with_agent_session_and_reaso
     assert resolved["entity_id"] == pg_id and resolved["reason"] == "same database, team nickname"
 
 
-async def test_a_failed_write_leaves_no_audit_row(stack: EchoStack) -> None:
-    async with stack.client(stack.issue_token("claude-code")) as c:
-        w = Writer(c)
-        await w.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres.")])
-        before = await w.audit()
-        # A new entity is created (and audited) first, then the unknown entity id fails the call:
-        # the transaction must take the entity and its audit row with it.
-        refused = await c.call_tool("write_episode", {
-            "session_id": "s-9", "entities": [{"name": "Ledger service", "type": "service"}],
-            "facts": [fact("Ledger service", "Ghost", "calls", "The ledger service calls Ghost.")],
-            "entity_resolutions": [{"mention": "Ghost", "entity_id": "00000000-0000-0000-0000-000000000001"}],
-        })
-        after = await w.audit()
-        trace = await c.call_tool("trace_cause", {"topic": "Ledger service"})
+async def test_a_failed_write_leaves_no_audit_row(handlers: Handlers) -> None:
+    c = Agent(handlers, "claude-code")
+    w = Writer(c)
+    await w.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres.")])
+    before = await w.audit()
+    # A new entity is created (and audited) first, then the unknown entity id fails the call:
+    # the transaction must take the entity and its audit row with it.
+    refused = await c.call_tool("write_episode", {
+        "session_id": "s-9", "entities": [{"name": "Ledger service", "type": "service"}],
+        "facts": [fact("Ledger service", "Ghost", "calls", "The ledger service calls Ghost.")],
+        "entity_resolutions": [{"mention": "Ghost", "entity_id": "00000000-0000-0000-0000-000000000001"}],
+    })
+    after = await w.audit()
+    trace = await c.call_tool("trace_cause", {"topic": "Ledger service"})
     assert refused.is_error and refused.structured_content["not_stored"] == "refused"
     assert after["entries"] == before["entries"]
     assert trace.structured_content["resolution"] != "exact"  # no entity "Ledger service" survived
 
 
-async def test_filters_since_until_agent_kind_fact_id_are_inclusive_and_combine(stack: EchoStack) -> None:
-    async with stack.client(stack.issue_token("claude-code")) as c, stack.client(stack.issue_token("cursor")) as d:
-        a, b = Writer(c), Writer(d)
-        one = await a.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres.")])
-        await asyncio.sleep(1.1)
-        mid = int(time.time())
-        # `until=mid` includes the whole second `mid`, so the second write waits for the next one.
-        await asyncio.sleep(mid + 1.05 - time.time())
-        two = await b.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres 16.")], session="s-b")
-        everything = await a.audit()
-        first_row = everything["entries"][0]
-        at_first = first_row["created_at"]
-        by_cursor = await a.audit(agent="cursor")
-        superseded = await a.audit(kind="fact_superseded")
-        old_fact = await a.audit(fact_id=one["edges_created"][0]["fact_id"])
-        since_mid = await a.audit(since=mid)
-        until_mid = await a.audit(until=mid)
-        exactly_first = await a.audit(since=at_first, until=at_first)
-        as_text_seconds = await a.audit(since=str(mid))
+async def test_filters_since_until_agent_kind_fact_id_are_inclusive_and_combine(routes: Routes) -> None:
+    a, b = Writer(Agent(routes, "claude-code")), Writer(Agent(routes, "cursor"))
+    one = await a.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres.")])
+    await asyncio.sleep(1.1)
+    mid = int(time.time())
+    # `until=mid` includes the whole second `mid`, so the second write waits for the next one.
+    await asyncio.sleep(mid + 1.05 - time.time())
+    two = await b.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres 16.")], session="s-b")
+    everything = await a.audit()
+    first_row = everything["entries"][0]
+    at_first = first_row["created_at"]
+    by_cursor = await a.audit(agent="cursor")
+    superseded = await a.audit(kind="fact_superseded")
+    old_fact = await a.audit(fact_id=one["edges_created"][0]["fact_id"])
+    since_mid = await a.audit(since=mid)
+    until_mid = await a.audit(until=mid)
+    exactly_first = await a.audit(since=at_first, until=at_first)
+    as_text_seconds = await a.audit(since=str(mid))
     old_id, new_id = one["edges_created"][0]["fact_id"], two["edges_created"][0]["fact_id"]
     assert {e["agent_id"] for e in by_cursor["entries"]} == {"cursor"}
     assert kinds(superseded) == ["fact_superseded"]
@@ -108,43 +111,42 @@ async def test_filters_since_until_agent_kind_fact_id_are_inclusive_and_combine(
     assert datetime.fromisoformat(at_first.replace("Z", "+00:00")).tzinfo is not None
 
 
-async def test_cursor_pages_cover_everything_once_and_say_when_more_remain(stack: EchoStack) -> None:
-    async with stack.client(stack.issue_token("claude-code")) as c:
-        w = Writer(c)
-        for a, b in (("Payments", "Kafka"), ("Search indexer", "Elasticsearch"), ("Mailer", "SMTP relay")):
-            written = await w.write([(a, "service"), (b, "infra")], [fact(a, b, "depends on", f"{a} depends on {b}.")])
-            assert written["stored"], written
-        everything = await w.audit(limit=1000)
-        pages, cursor = [], None
-        while True:
-            page = await w.audit(limit=4, **({"cursor": cursor} if cursor else {}))
-            pages.append(page)
-            cursor = page["next_cursor"]
-            assert page["more"] is (cursor is not None)
-            if not page["more"]:
-                break
+async def test_cursor_pages_cover_everything_once_and_say_when_more_remain(handlers: Handlers) -> None:
+    w = Writer(Agent(handlers, "claude-code"))
+    for a, b in (("Payments", "Kafka"), ("Search indexer", "Elasticsearch"), ("Mailer", "SMTP relay")):
+        written = await w.write([(a, "service"), (b, "infra")], [fact(a, b, "depends on", f"{a} depends on {b}.")])
+        assert written["stored"], written
+    everything = await w.audit(limit=1000)
+    pages, cursor = [], None
+    while True:
+        page = await w.audit(limit=4, **({"cursor": cursor} if cursor else {}))
+        pages.append(page)
+        cursor = page["next_cursor"]
+        assert page["more"] is (cursor is not None)
+        if not page["more"]:
+            break
     total = len(everything["entries"])
     assert total == 9 and everything["more"] is False
     assert [len(p["entries"]) for p in pages] == [4, 4, 1]
     assert [e["id"] for p in pages for e in p["entries"]] == [e["id"] for e in everything["entries"]]
 
 
-async def test_a_caller_sees_only_audit_rows_of_scopes_it_may_read(stack: EchoStack) -> None:
-    await stack.admin_call("writes", "scope_create", {"name": "team-a"})
-    team = stack.issue_token("claude-code", read=["shared", "solo", "team-a"], write=["shared", "solo", "team-a"])
-    async with stack.client(team) as c, stack.client(stack.issue_token("cursor")) as d:
-        owner, other = Writer(c), Writer(d)
-        await owner.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres.")], scope="team-a")
-        await owner.write([("My notes", "doc"), ("Idea", "idea")],
-                          [fact("My notes", "Idea", "mention", "My notes mention an idea.")], scope="solo")
-        await other.write([("Cache", "service"), ("Redis", "db")],
-                          [fact("Cache", "Redis", "runs on", "The cache runs on Redis.")])
-        mine = await owner.audit()
-        team_only = await owner.audit(scope="team-a")
-        solo_only = await owner.audit(scope="solo")
-        theirs = await other.audit()
-        denied = await d.call_tool("get_audit_log", {"scope": "team-a"})
-        their_solo = await other.audit(scope="solo")
+async def test_a_caller_sees_only_audit_rows_of_scopes_it_may_read(handlers: Handlers) -> None:
+    await make_scope(handlers, "team-a")
+    c = Agent(handlers, "claude-code", read=["shared", "solo", "team-a"], write=["shared", "solo", "team-a"])
+    d = Agent(handlers, "cursor")
+    owner, other = Writer(c), Writer(d)
+    await owner.write(PG, [fact("Billing API", "Postgres", "uses", "The billing API uses Postgres.")], scope="team-a")
+    await owner.write([("My notes", "doc"), ("Idea", "idea")],
+                      [fact("My notes", "Idea", "mention", "My notes mention an idea.")], scope="solo")
+    await other.write([("Cache", "service"), ("Redis", "db")],
+                      [fact("Cache", "Redis", "runs on", "The cache runs on Redis.")])
+    mine = await owner.audit()
+    team_only = await owner.audit(scope="team-a")
+    solo_only = await owner.audit(scope="solo")
+    theirs = await other.audit()
+    denied = await d.call_tool("get_audit_log", {"scope": "team-a"})
+    their_solo = await other.audit(scope="solo")
     assert {e["scope"] for e in mine["entries"]} == {"team-a", "solo", "shared"}
     assert {e["scope"] for e in team_only["entries"]} == {"team-a"} and team_only["scopes"] == ["team-a"]
     assert {e["scope"] for e in solo_only["entries"]} == {"solo"}
@@ -168,13 +170,13 @@ HOSTILE = [
 ]
 
 
-async def test_bad_filters_are_refused_with_typed_errors(stack: EchoStack) -> None:
-    async with stack.client(stack.issue_token("claude-code")) as c:
-        for arguments, fragment in HOSTILE:
-            result = await c.call_tool("get_audit_log", arguments)
-            assert result.is_error, arguments
-            error = tool_error(result)
-            assert (error["code"], error["retryable"]) == ("invalid_argument", False), (arguments, error)
-            assert fragment in error["message"], (arguments, error)
-        missing = await c.call_tool("get_audit_log", {"scope": "team-nope"})
+async def test_bad_filters_are_refused_with_typed_errors(handlers: Handlers) -> None:
+    c = Agent(handlers, "claude-code")
+    for arguments, fragment in HOSTILE:
+        result = await c.call_tool("get_audit_log", arguments)
+        assert result.is_error, arguments
+        error = tool_error(result)
+        assert (error["code"], error["retryable"]) == ("invalid_argument", False), (arguments, error)
+        assert fragment in error["message"], (arguments, error)
+    missing = await c.call_tool("get_audit_log", {"scope": "team-nope"})
     assert tool_error(missing)["code"] == "scope_denied"

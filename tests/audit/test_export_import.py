@@ -1,4 +1,10 @@
-"""export → import → export over the real bus and CLI: identical content, ids kept or mapped, bad files refused."""
+"""export → import → export: identical content, ids kept or mapped, bad files refused.
+
+The CLI's round trip into a second org and its refusal of bad files run on the full stack (a real
+bus, the command as a process); the audit service's own export and import verbs, driven by the
+CLI's functions, run on every service's routes with each request committing: an export reads up to
+its own start, which rows of one rolled-back transaction share.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -16,44 +23,72 @@ from audit_helpers import Writer, fact
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.audit import ExportFileError
 from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.local.backup import Call
 from echo_memory.libs.local.cli.audit_commands import admin_session, export_to, import_lines, read_export_file
 from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Answers, Routes, caller, make_scope, wire
+from echo_memory.libs.testing.tiers import Handlers
 
 ROOT = Path(__file__).parents[2]
 MEMORY_TABLES = ("entities", "entity_aliases", "facts", "episodes", "audit_log", "reads", "read_results",
                  "recall_saves", "documents")
 
 
-async def build_history(stack: EchoStack) -> None:
+TEAM = ["shared", "solo", "team-a"]
+
+
+async def write_history(admin: Answers | EchoStack, a: Writer, b: Writer) -> None:
     """A store with supersession, causal hints, aliases, confirmed resolution, reads, a save, a solo
-    scope, a named scope and a document — everything through the real tools."""
-    await stack.admin_call("writes", "scope_create", {"name": "team-a"})
-    token = stack.issue_token("claude-code", read=["shared", "solo", "team-a"], write=["shared", "solo", "team-a"])
-    async with stack.client(token) as c, stack.client(stack.issue_token("cursor")) as d:
-        a, b = Writer(c), Writer(d)
-        entities = [("Billing API", "service"), ("Postgres", "database")]
-        first = await a.write([("Billing API", "service"), {"name": "Postgres", "type": "database", "aliases": ["PG"]}],
-                              [fact("Billing API", "Postgres", "stores data in", "The billing API stores data in Postgres.")])
-        assert first["stored"], first
-        await b.write(entities, [fact("Billing API", "Postgres", "stores data in",
-                                      "The billing API stores invoices in Postgres 16.")], session="s-2")
-        await b.write([("Release 7", "release"), ("Billing API", "service")],
-                      [fact("Release 7", "Billing API", "broke", "Release 7 led to billing API errors.", "led_to")])
-        await a.write([("Ops notebook", "doc"), ("Hunch", "idea")],
-                      [fact("Ops notebook", "Hunch", "records", "The ops notebook records a hunch.")], scope="solo")
-        await a.write([("Team board", "doc"), ("Sprint goal", "goal")],
-                      [fact("Team board", "Sprint goal", "shows", "The team board shows the sprint goal.")], scope="team-a")
-        read = await a.query("what database does billing use?")
-        await a.save(read["results"][0]["id"], read["read_id"], "answered the on-call question")
-        await b.query("what broke billing?")
-    await stack.admin_call("writes", "register_documents", {
+    scope, a named scope and a document — everything through the real tools, as claude-code (`a`,
+    granted team-a) and cursor (`b`)."""
+    entities = [("Billing API", "service"), ("Postgres", "database")]
+    first = await a.write([("Billing API", "service"), {"name": "Postgres", "type": "database", "aliases": ["PG"]}],
+                          [fact("Billing API", "Postgres", "stores data in", "The billing API stores data in Postgres.")])
+    assert first["stored"], first
+    await b.write(entities, [fact("Billing API", "Postgres", "stores data in",
+                                  "The billing API stores invoices in Postgres 16.")], session="s-2")
+    await b.write([("Release 7", "release"), ("Billing API", "service")],
+                  [fact("Release 7", "Billing API", "broke", "Release 7 led to billing API errors.", "led_to")])
+    await a.write([("Ops notebook", "doc"), ("Hunch", "idea")],
+                  [fact("Ops notebook", "Hunch", "records", "The ops notebook records a hunch.")], scope="solo")
+    await a.write([("Team board", "doc"), ("Sprint goal", "goal")],
+                  [fact("Team board", "Sprint goal", "shows", "The team board shows the sprint goal.")], scope="team-a")
+    read = await a.query("what database does billing use?")
+    await a.save(read["results"][0]["id"], read["read_id"], "answered the on-call question")
+    await b.query("what broke billing?")
+    await admin.admin_call("writes", "register_documents", {
         "project": "ops", "documents": [{"path": "README.md", "content": "# Ops\nAll about operations."}]})
 
 
-async def export_text(settings: Settings, scope: str | None = None) -> str:
+async def build_history(answers: Answers) -> None:
+    """`write_history` below the full stack, each agent with a stored token (so exported as an agent)."""
+    await make_scope(answers, "team-a")
+    a = Writer(await wire(answers, "claude-code", read=TEAM, write=TEAM))
+    await write_history(answers, a, Writer(await wire(answers, "cursor")))
+
+
+async def build_history_on_stack(stack: EchoStack) -> None:
+    await stack.admin_call("writes", "scope_create", {"name": "team-a"})
+    token = stack.issue_token("claude-code", read=TEAM, write=TEAM)
+    async with stack.client(token) as c, stack.client(stack.issue_token("cursor")) as d:
+        await write_history(stack, Writer(c), Writer(d))
+
+
+def admin_calls(answers: Answers) -> Call:
+    """The CLI's admin call (`admin_session`) answered by a test tier."""
+    async def call(service: str, verb: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
+        return await answers.admin_call(service, verb, args)
+    return call
+
+
+async def export_text(settings: Settings | Call, scope: str | None = None) -> str:
+    """The CLI's export over the bus of `settings`, or through a tier's admin call."""
     out = io.StringIO()
-    async with admin_session(settings) as call:
-        await export_to(call, out, scope=scope, progress=None, timeout=30)
+    if isinstance(settings, Settings):
+        async with admin_session(settings) as call:
+            await export_to(call, out, scope=scope, progress=None, timeout=30)
+    else:
+        await export_to(settings, out, scope=scope, progress=None, timeout=30)
     return out.getvalue()
 
 
@@ -93,7 +128,7 @@ def row_counts(database_url: str) -> dict[str, int]:
 async def test_round_trip_through_the_cli_restores_identical_content(
     stack: EchoStack, registered_second_org: tuple[str, str], tmp_path: Path
 ) -> None:
-    await build_history(stack)
+    await build_history_on_stack(stack)
     target_org, target_url = registered_second_org
     file = tmp_path / "org.jsonl"
     code, _, err = await cli("export", "--out", str(file), "--progress", org=stack.org, nats_url=stack.nats_url)
@@ -134,19 +169,18 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     assert [s["from"] for s in traced["chains"][0]["steps"]] == ["Release 7"]
 
 
-async def test_one_scope_into_another_name_remaps_every_id_and_reports_the_mapping(stack: EchoStack) -> None:
-    await build_history(stack)
-    settings = Settings(org=stack.org, nats_url=stack.nats_url)
-    original = await export_text(settings, scope="team-a")
+async def test_one_scope_into_another_name_remaps_every_id_and_reports_the_mapping(routes: Routes) -> None:
+    await build_history(routes)
+    call = admin_calls(routes)
+    original = await export_text(call, scope="team-a")
     lines = original.splitlines()
     assert json.loads(lines[0])["scope"] == "team-a"
     assert {json.loads(line).get("type") for line in lines[1:-1]} >= {"scope", "entity", "fact", "episode", "audit"}
     assert not any('"type":"document"' in line for line in lines)  # org-level rows come only with a whole-org export
 
-    async with admin_session(settings) as call:
-        result = await import_lines(call, [json.loads(line) for line in lines], scope="team-b", progress=None, timeout=30)
+    result = await import_lines(call, [json.loads(line) for line in lines], scope="team-b", progress=None, timeout=30)
     assert result.ids_kept is False and result.scopes == ["team-b"]
-    copy = await export_text(settings, scope="team-b")
+    copy = await export_text(call, scope="team-b")
     mapped = apply_map(body(original), result.id_map)
     mapped = [line.replace('"name":"team-a"', '"name":"team-b"') for line in mapped]
     assert sorted(body(copy)) == sorted(mapped)
@@ -154,12 +188,11 @@ async def test_one_scope_into_another_name_remaps_every_id_and_reports_the_mappi
     assert old_facts <= set(result.id_map) and not old_facts & set(result.id_map.values())
 
     # The same file again into the now non-empty scope is refused, and nothing changes.
-    before = row_counts(stack.database_url)
-    async with admin_session(settings) as call:
-        with pytest.raises(EchoError) as caught:
-            await import_lines(call, [json.loads(line) for line in lines], scope="team-b", progress=None, timeout=30)
+    before = row_counts(routes.database_url)
+    with pytest.raises(EchoError) as caught:
+        await import_lines(call, [json.loads(line) for line in lines], scope="team-b", progress=None, timeout=30)
     assert caught.value.code == "invalid_argument" and "already holds memory" in caught.value.message
-    assert row_counts(stack.database_url) == before
+    assert row_counts(routes.database_url) == before
 
 
 def corrupt(lines: list[str], how: str) -> str:
@@ -225,35 +258,26 @@ async def test_malformed_or_foreign_files_are_refused_before_anything_is_written
         assert row_counts(target_url) == before, how
 
 
-async def test_export_and_import_need_the_admin_identity(stack: EchoStack) -> None:
-    from echo_memory.libs.core.contracts.bus import Caller
-    from echo_memory.libs.server.bus.broker import make_broker
-    from echo_memory.libs.server.bus.client import BusClient
-
-    broker = make_broker(stack.nats_url)
-    await broker.start()
-    try:
-        agent = Caller(org=stack.org, agent_id="claude-code", read_scopes=["shared", "solo"], write_scopes=["shared"])
-        for verb, args in (("export", {}), ("import", {"import_id": "6f1d2c3b-0000-4000-8000-000000000002"})):
-            with pytest.raises(EchoError) as caught:
-                await BusClient(broker).call_by_name(caller=agent, service="audit", verb=verb, args=args, timeout=5)
-            assert caught.value.code == "scope_denied", verb
+async def test_export_and_import_need_the_admin_identity(handlers: Handlers) -> None:
+    agent = caller(handlers.org, "claude-code", read=["shared", "solo"], write=["shared"])
+    for verb, args in (("export", {}), ("import", {"import_id": "6f1d2c3b-0000-4000-8000-000000000002"})):
         with pytest.raises(EchoError) as caught:
-            await stack.admin_call("audit", "export", {"scope": "no-such-scope"})
-        assert caught.value.code == "not_found"
-        with pytest.raises(EchoError) as caught:
-            await stack.admin_call("audit", "export", {"cursor": "bm9wZQ"})
-        assert caught.value.code == "invalid_argument"
-    finally:
-        await broker.stop()
+            await handlers.call(agent, "audit", verb, args)
+        assert caught.value.code == "scope_denied", verb
+    with pytest.raises(EchoError) as caught:
+        await handlers.admin_call("audit", "export", {"scope": "no-such-scope"})
+    assert caught.value.code == "not_found"
+    with pytest.raises(EchoError) as caught:
+        await handlers.admin_call("audit", "export", {"cursor": "bm9wZQ"})
+    assert caught.value.code == "invalid_argument"
 
 
 AGENT_FIELDS = ("owner_agent", "created_by", "agent_id")
 
 
-async def test_a_one_scope_export_lists_only_the_agents_its_rows_name(stack: EchoStack) -> None:
-    await build_history(stack)
-    settings = Settings(org=stack.org, nats_url=stack.nats_url)
+async def test_a_one_scope_export_lists_only_the_agents_its_rows_name(routes: Routes) -> None:
+    await build_history(routes)
+    settings = admin_calls(routes)
     records = [json.loads(line) for line in (await export_text(settings, scope="team-a")).splitlines()[1:-1]]
     listed = {r["id"] for r in records if r["type"] == "agent"}
     named = {r[f] for r in records if r["type"] != "agent" for f in AGENT_FIELDS if r.get(f)}

@@ -3,6 +3,10 @@
 Three agents are wired (claude-code writes, reads and saves; cursor only gets a deferral; codex
 never calls), the admin identity writes one fact and imports two turns, and then the lexical
 statistics and the embedding record are damaged by hand to see `index_state` name the reindex.
+
+The figures compare write times (the last real write, the admin's after it), so the known store is
+written on every service's routes with each request committing; the deferral and the refusals run
+on the handler tier, and the command itself on the full stack.
 """
 
 from __future__ import annotations
@@ -18,10 +22,14 @@ from typing import Any
 import psycopg
 import pytest
 
+from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.health import HealthResult
 from echo_memory.libs.server.embed import count_tokens
 from echo_memory.libs.server.store.migrations import CODE_SCHEMA_VERSION
 from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Answers, Routes, issue_token, make_scope, wire
+from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.edge.tools import TOOLS
 from tests.audit.audit_helpers import Writer, fact
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,54 +37,55 @@ TEXTS = ["The payments service charges cards through Stripe.", "The billing app 
 ADMIN_TEXT = "The nightly export job writes to S3."
 
 
-async def _sql(url: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        cur = await conn.execute(query, params)
+async def _sql(database: str | psycopg.AsyncConnection, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    if isinstance(database, psycopg.AsyncConnection):
+        cur = await database.execute(query, params)
         return await cur.fetchall() if cur.description else []
+    async with await psycopg.AsyncConnection.connect(database, autocommit=True) as conn:
+        return await _sql(conn, query, params)
 
 
-async def _health(stack: EchoStack, **args: Any) -> HealthResult:
-    return HealthResult.model_validate(await stack.admin_call("audit", "health", args))
+async def _health(answers: Answers, **args: Any) -> HealthResult:
+    return HealthResult.model_validate(await answers.admin_call("audit", "health", args))
 
 
-async def _fill(stack: EchoStack) -> dict[str, Any]:
+async def _fill(answers: Answers) -> dict[str, Any]:
     """The known content; returns what the test compares the figures with."""
-    stack.issue_token("codex")
-    async with stack.client(stack.issue_token("claude-code")) as c:
-        w = Writer(c)
-        first = await w.write([("Payments service", "service"), ("Stripe", "vendor")],
-                              [fact("Payments service", "Stripe", "charges cards through", TEXTS[0])])
-        await w.write([("Billing app", "service"), ("PostgreSQL", "database")],
-                      [fact("Billing app", "PostgreSQL", "stores invoices in", TEXTS[1])])
-        hit = await w.query("how are cards charged?")
-        miss = await w.query("anything", about=["No such entity"])
-        await w.save(first["edges_created"][0]["fact_id"], hit["read_id"], "used it")
-    async with stack.client(stack.issue_token("cursor")) as c:
-        result = await c.call_tool("write_episode", {
-            "session_id": "s-9", "entities": [{"name": "Postgres", "type": "database"},
-                                              {"name": "Search service", "type": "service"}],
-            "facts": [fact("Search service", "Postgres", "indexes", "The search service indexes rows from Postgres.")],
-        })
-        assert result.structured_content["not_stored"] == "deferred", result.content
-    await stack.admin_call("writes", "write_episode", {
+    await issue_token(answers, "codex")
+    w = Writer(await wire(answers, "claude-code"))
+    first = await w.write([("Payments service", "service"), ("Stripe", "vendor")],
+                          [fact("Payments service", "Stripe", "charges cards through", TEXTS[0])])
+    await w.write([("Billing app", "service"), ("PostgreSQL", "database")],
+                  [fact("Billing app", "PostgreSQL", "stores invoices in", TEXTS[1])])
+    hit = await w.query("how are cards charged?")
+    miss = await w.query("anything", about=["No such entity"])
+    await w.save(first["edges_created"][0]["fact_id"], hit["read_id"], "used it")
+    cursor = await wire(answers, "cursor")
+    result = await cursor.call_tool("write_episode", {
+        "session_id": "s-9", "entities": [{"name": "Postgres", "type": "database"},
+                                          {"name": "Search service", "type": "service"}],
+        "facts": [fact("Search service", "Postgres", "indexes", "The search service indexes rows from Postgres.")],
+    })
+    assert result.structured_content["not_stored"] == "deferred", result.content
+    await answers.admin_call("writes", "write_episode", {
         "session_id": "admin-load", "entities": [{"name": "Export job", "type": "job"}, {"name": "S3", "type": "store"}],
         "facts": [fact("Export job", "S3", "writes to", ADMIN_TEXT)]})
-    await stack.admin_call("writes", "import_episodes", {"episodes": [
+    await answers.admin_call("writes", "import_episodes", {"episodes": [
         {"kind": "turn", "content": "user: where do exports go?"}, {"kind": "turn", "content": "bot: to S3"}]})
     return {"hit_tokens": hit["total_tokens"], "miss_results": len(miss["results"])}
 
 
-async def test_every_figure_matches_the_known_store(stack: EchoStack) -> None:
+async def test_every_figure_matches_the_known_store(routes: Routes) -> None:
     before = datetime.now(tz=UTC)
-    known = await _fill(stack)
+    known = await _fill(routes)
     assert known["miss_results"] == 0
-    result = await _health(stack)
+    result = await _health(routes)
     f = result.figures
 
     assert f.scopes == ["shared"]
     assert (f.facts, f.active_facts, f.bulk_facts, f.imported_episodes) == (3, 3, 1, 2)
     assert f.bulk_share == pytest.approx(1 / 3)
-    [(claude_last,)] = await _sql(stack.database_url, "SELECT max(written_at) FROM facts WHERE agent_id = 'claude-code'")
+    [(claude_last,)] = await _sql(routes.database_url, "SELECT max(written_at) FROM facts WHERE agent_id = 'claude-code'")
     assert f.last_real_write == claude_last and f.last_write is not None and f.last_write > claude_last
     assert f.hours_since_real_write is not None and 0 <= f.hours_since_real_write < 1
     assert [(w.agent_id, w.facts) for w in f.writers] == [("admin", 1), ("claude-code", 2)]
@@ -112,35 +121,35 @@ async def test_every_figure_matches_the_known_store(stack: EchoStack) -> None:
     assert result.generated_at >= before
 
 
-async def test_an_answered_deferral_stops_waiting(stack: EchoStack) -> None:
-    stack.issue_token("codex")
-    async with stack.client(stack.issue_token("cursor")) as c:
-        w = Writer(c)
-        await w.write([("PostgreSQL", "database"), ("Billing app", "service")],
-                      [fact("Billing app", "PostgreSQL", "stores invoices in", TEXTS[1])])
-        variant = {"session_id": "s-2", "entities": [{"name": "Postgres", "type": "database"},
-                                                     {"name": "Search service", "type": "service"}],
-                   "facts": [fact("Search service", "Postgres", "indexes", "The search service indexes Postgres.")]}
-        deferred = (await c.call_tool("write_episode", variant)).structured_content
-        assert deferred["not_stored"] == "deferred"
-        assert (await _health(stack)).figures.deferred_waiting == 1
-        pg_id = deferred["deferred"][0]["candidates"][0]["entity_id"]
-        answer = {**variant, "entity_resolutions": [{"mention": "Postgres", "entity_id": pg_id}]}
-        assert (await c.call_tool("write_episode", answer)).structured_content["stored"] is True
-    assert (await _health(stack)).figures.deferred_waiting == 0
-    [(resolution,)] = await _sql(stack.database_url, "SELECT resolution FROM deferred_mentions")
+async def test_an_answered_deferral_stops_waiting(handlers: Handlers) -> None:
+    await issue_token(handlers, "codex")
+    c = await wire(handlers, "cursor")
+    w = Writer(c)
+    await w.write([("PostgreSQL", "database"), ("Billing app", "service")],
+                  [fact("Billing app", "PostgreSQL", "stores invoices in", TEXTS[1])])
+    variant = {"session_id": "s-2", "entities": [{"name": "Postgres", "type": "database"},
+                                                 {"name": "Search service", "type": "service"}],
+               "facts": [fact("Search service", "Postgres", "indexes", "The search service indexes Postgres.")]}
+    deferred = (await c.call_tool("write_episode", variant)).structured_content
+    assert deferred["not_stored"] == "deferred"
+    assert (await _health(handlers)).figures.deferred_waiting == 1
+    pg_id = deferred["deferred"][0]["candidates"][0]["entity_id"]
+    answer = {**variant, "entity_resolutions": [{"mention": "Postgres", "entity_id": pg_id}]}
+    assert (await c.call_tool("write_episode", answer)).structured_content["stored"] is True
+    assert (await _health(handlers)).figures.deferred_waiting == 0
+    [(resolution,)] = await _sql(handlers.conn, "SELECT resolution FROM deferred_mentions")
     assert resolution == pg_id
 
 
-async def test_stale_statistics_a_foreign_model_and_a_calibration_run_are_reported(stack: EchoStack) -> None:
-    await _fill(stack)
-    await _sql(stack.database_url, "UPDATE lexical_stats SET doc_count = doc_count + 5 WHERE corpus = 'facts'")
-    await _sql(stack.database_url, "UPDATE scope_embeddings SET model = 'some-other-model'")
-    await _sql(stack.database_url,
+async def test_stale_statistics_a_foreign_model_and_a_calibration_run_are_reported(handlers: Handlers) -> None:
+    await _fill(handlers)
+    await _sql(handlers.conn, "UPDATE lexical_stats SET doc_count = doc_count + 5 WHERE corpus = 'facts'")
+    await _sql(handlers.conn, "UPDATE scope_embeddings SET model = 'some-other-model'")
+    await _sql(handlers.conn,
                "INSERT INTO resolution_calibration (computed_by, store_pairs, labelled_pairs, auc, auc_low, auc_high, "
                "deferral_precision, deferral_recall, defer_at, merge_at) "
                "VALUES ('admin', 12, 451, 0.91, 0.85, 0.95, 0.9, 0.8, 0.6, 0.9)")
-    result = await _health(stack)
+    result = await _health(handlers)
     [stale] = result.figures.lexical_stale
     assert (stale.scope, stale.corpus, stale.rows, stale.stats_rows) == ("shared", "facts", 3, 8)
     assert [(e.scope, e.model) for e in result.figures.embedding_mismatch] == [("shared", "some-other-model")]
@@ -152,19 +161,18 @@ async def test_stale_statistics_a_foreign_model_and_a_calibration_run_are_report
     assert next(c for c in result.checks if c.name == "calibration").status == "strong"
 
 
-async def test_one_scope_and_refusals(stack: EchoStack) -> None:
-    await stack.admin_call("writes", "scope_create", {"name": "team-a"})
-    await _fill(stack)
-    team = await _health(stack, scope="team-a")
+async def test_one_scope_and_refusals(handlers: Handlers) -> None:
+    await make_scope(handlers, "team-a")
+    await _fill(handlers)
+    team = await _health(handlers, scope="team-a")
     assert team.figures.scopes == ["team-a"] and team.figures.facts == 0 and team.figures.reads == 0
     assert team.figures.agents_wired == []  # default tokens grant shared and solo only
-    from echo_memory.libs.core.contracts.errors import EchoError
 
     with pytest.raises(EchoError) as missing:
-        await _health(stack, scope="nope")
+        await _health(handlers, scope="nope")
     assert missing.value.code == "not_found"
-    async with stack.client(stack.issue_token("claude-code")) as c:
-        assert "health" not in {t.name for t in (await c.list_tools()).tools}  # not an agent tool
+    # Not an agent tool: the edge lists exactly TOOLS (tests/edge/test_tools_transports.py).
+    assert "health" not in {spec.name for spec in TOOLS}
 
 
 async def _cli(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:

@@ -1,4 +1,8 @@
-"""why: the whole trail of one fact — versions, entities, reads, saves — over the bus and the real CLI."""
+"""why: the whole trail of one fact — versions, entities, reads, saves — from the audit service's verb and the real CLI.
+
+The trail compares versions' times, so it runs on every service's routes with each request
+committing; the refusals run on the handler tier, and the CLI on the full stack.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,10 @@ from typing import Any
 import pytest
 from audit_helpers import Writer, fact
 
-from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import EchoError
-from echo_memory.libs.server.bus.broker import make_broker
-from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Agent, Answers, Routes, caller
+from echo_memory.libs.testing.tiers import Handlers
 
 EDGE = [("Billing API", "service"), ("Postgres", "database")]
 TEXTS = [
@@ -26,28 +29,31 @@ TEXTS = [
 ]
 
 
-async def three_versions_two_reads_a_save(stack: EchoStack) -> dict[str, Any]:
-    async with stack.client(stack.issue_token("claude-code")) as c, stack.client(stack.issue_token("cursor")) as d:
-        a, b = Writer(c), Writer(d)
-        ids = []
-        for i, text in enumerate(TEXTS):
-            writer = a if i != 1 else b
-            written = await writer.write(EDGE, [fact("Billing API", "Postgres", "stores data in", text)],
-                                         session=f"s-{i}")
-            assert written["stored"], written
-            ids.append(written["edges_created"][0]["fact_id"])
-        first_read = await a.query("where does billing keep refunds?")
-        second_read = await b.query("which database holds payouts?")
-        for read in (first_read, second_read):
-            assert read["results"][0]["id"] == ids[2], read
-        saved = await a.save(ids[2], first_read["read_id"], "told me payouts live in Postgres")
+async def three_versions_two_reads_a_save(a: Writer, b: Writer) -> dict[str, Any]:
+    """Claude-code (`a`) and cursor (`b`) write three versions of one fact, both read it, `a` saves it."""
+    ids = []
+    for i, text in enumerate(TEXTS):
+        writer = a if i != 1 else b
+        written = await writer.write(EDGE, [fact("Billing API", "Postgres", "stores data in", text)],
+                                     session=f"s-{i}")
+        assert written["stored"], written
+        ids.append(written["edges_created"][0]["fact_id"])
+    first_read = await a.query("where does billing keep refunds?")
+    second_read = await b.query("which database holds payouts?")
+    for read in (first_read, second_read):
+        assert read["results"][0]["id"] == ids[2], read
+    saved = await a.save(ids[2], first_read["read_id"], "told me payouts live in Postgres")
     return {"ids": ids, "reads": [first_read["read_id"], second_read["read_id"]], "save": saved}
 
 
-async def test_why_shows_every_version_entity_resolution_read_and_save(stack: EchoStack) -> None:
-    made = await three_versions_two_reads_a_save(stack)
+def writers(answers: Answers) -> tuple[Writer, Writer]:
+    return Writer(Agent(answers, "claude-code")), Writer(Agent(answers, "cursor"))
+
+
+async def test_why_shows_every_version_entity_resolution_read_and_save(routes: Routes) -> None:
+    made = await three_versions_two_reads_a_save(*writers(routes))
     ids = made["ids"]
-    trail = await stack.admin_call("audit", "why", {"fact_id": ids[1]})
+    trail = await routes.admin_call("audit", "why", {"fact_id": ids[1]})
 
     assert trail["fact_id"] == ids[1] and trail["scope"] == "shared"
     assert [v["fact_id"] for v in trail["versions"]] == ids
@@ -58,7 +64,7 @@ async def test_why_shows_every_version_entity_resolution_read_and_save(stack: Ec
     assert trail["versions"][2]["provenance"]["valid_until"] is None
     written = trail["written_by"]
     assert (written["agent_id"], written["session_id"], written["project"]) == ("cursor", "s-1", "ops")
-    assert written["tool"]  # the MCP client's name, recorded as provenance
+    assert written["tool"] == "pytest"  # the client's name the edge passes on, recorded as provenance
 
     roles = {e["role"]: e for e in trail["entities"]}
     assert (roles["source"]["name"], roles["target"]["name"]) == ("Billing API", "Postgres")
@@ -76,7 +82,8 @@ async def test_why_shows_every_version_entity_resolution_read_and_save(stack: Ec
 
 
 async def test_the_why_command_prints_the_trail(stack: EchoStack) -> None:
-    made = await three_versions_two_reads_a_save(stack)
+    async with stack.client(stack.issue_token("claude-code")) as c, stack.client(stack.issue_token("cursor")) as d:
+        made = await three_versions_two_reads_a_save(Writer(c), Writer(d))
     env = {**os.environ, "ECHO_MEMORY_NATS_URL": stack.nats_url, "ECHO_MEMORY_ORG": stack.org}
     cli = [sys.executable, "-m", "echo_memory.libs.local.cli"]
     proc = await asyncio.create_subprocess_exec(*cli, "why", made["ids"][2], env=env, cwd=Path(__file__).parents[2],
@@ -95,40 +102,33 @@ async def test_the_why_command_prints_the_trail(stack: EchoStack) -> None:
     assert proc.returncode == 1 and "not_found" in err.decode()
 
 
-async def test_why_refuses_unknown_malformed_and_unreadable_ids_with_typed_errors(stack: EchoStack) -> None:
-    async with stack.client(stack.issue_token("claude-code")) as c:
-        solo = await Writer(c).write([("Diary", "doc"), ("Hunch", "idea")],
-                                     [fact("Diary", "Hunch", "records", "My diary records a hunch.")], scope="solo")
+async def test_why_refuses_unknown_malformed_and_unreadable_ids_with_typed_errors(handlers: Handlers) -> None:
+    solo = await Writer(Agent(handlers, "claude-code")).write(
+        [("Diary", "doc"), ("Hunch", "idea")], [fact("Diary", "Hunch", "records", "My diary records a hunch.")], scope="solo")
     solo_id = solo["edges_created"][0]["fact_id"]
-    broker = make_broker(stack.nats_url)
-    await broker.start()
-    try:
-        bus = BusClient(broker)
 
-        async def why_as(agent: str, fact_id: str) -> dict[str, Any]:
-            caller = Caller(org=stack.org, agent_id=agent, read_scopes=["shared", "solo"], write_scopes=[])
-            return await bus.call_by_name(caller=caller, service="audit", verb="why", args={"fact_id": fact_id}, timeout=5)
+    async def why_as(agent: str, fact_id: str) -> dict[str, Any]:
+        who = caller(handlers.org, agent, read=["shared", "solo"], write=[])
+        return await handlers.call(who, "audit", "why", {"fact_id": fact_id})
 
-        assert (await why_as("claude-code", solo_id))["scope"] == "solo"
-        cases = [("cursor", solo_id, "not_found"), ("cursor", "00000000-0000-0000-0000-000000000000", "not_found"),
-                 ("cursor", "'; DROP TABLE facts; --", "invalid_argument"), ("cursor", "", "invalid_argument")]
-        for agent, fact_id, code in cases:
-            with pytest.raises(EchoError) as caught:
-                await why_as(agent, fact_id)
-            assert caught.value.code == code and not caught.value.retryable, (fact_id, caught.value.message)
-    finally:
-        await broker.stop()
+    assert (await why_as("claude-code", solo_id))["scope"] == "solo"
+    cases = [("cursor", solo_id, "not_found"), ("cursor", "00000000-0000-0000-0000-000000000000", "not_found"),
+             ("cursor", "'; DROP TABLE facts; --", "invalid_argument"), ("cursor", "", "invalid_argument")]
+    for agent, fact_id, code in cases:
+        with pytest.raises(EchoError) as caught:
+            await why_as(agent, fact_id)
+        assert caught.value.code == code and not caught.value.retryable, (fact_id, caught.value.message)
 
 
-async def test_saves_and_documents_leave_their_audit_rows(stack: EchoStack) -> None:
-    made = await three_versions_two_reads_a_save(stack)
-    registered = await stack.admin_call("writes", "register_documents", {
+async def test_saves_and_documents_leave_their_audit_rows(handlers: Handlers) -> None:
+    made = await three_versions_two_reads_a_save(*writers(handlers))
+    registered = await handlers.admin_call("writes", "register_documents", {
         "project": "ops", "documents": [{"path": "docs/runbook.md", "content": "# Runbook\nRestart the API."}]})
     document_id = registered["documents"][0]["document_id"]
-    async with stack.client(stack.issue_token("codex")) as c:
-        ingested = await c.call_tool("mark_ingested", {"document_id": document_id})
-        assert not ingested.is_error, ingested.content
-        log = await Writer(c).audit(limit=1000)
+    c = Agent(handlers, "codex")
+    ingested = await c.call_tool("mark_ingested", {"document_id": document_id})
+    assert not ingested.is_error, ingested.content
+    log = await Writer(c).audit(limit=1000)
     rows = {e["kind"]: e for e in log["entries"]}
     assert rows["recall_saved"]["fact_id"] == made["ids"][2] and rows["recall_saved"]["agent_id"] == "claude-code"
     assert rows["document_registered"]["scope"] is None and rows["document_registered"]["agent_id"] == "admin"

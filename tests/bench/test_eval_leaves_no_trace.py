@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 
 from echo_memory.libs.testing import EchoStack
-from tests.audit.audit_helpers import Writer, fact
+from echo_memory.libs.testing.agents import Writer, fact
 
 REPO = Path(__file__).resolve().parents[2]
 FACTS = [f"Database backups of cluster {name} run nightly and are kept for {days} days."

@@ -19,7 +19,7 @@ from echo_memory.libs.local.eval import longmemeval
 from echo_memory.libs.local.eval.runner import longmemeval_scores, run_longmemeval
 from echo_memory.libs.server.embed import count_tokens
 from echo_memory.libs.testing import EchoStack
-from tests.writes.conftest import sql
+from echo_memory.libs.testing.rows import sql
 
 FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_tiny.json"
 TYPES = ["knowledge-update", "multi-session", "single-session-assistant", "single-session-user", "temporal-reasoning"]

@@ -12,7 +12,7 @@ import pytest
 from echo_memory.libs.local.eval.own_store import derive_queries, paired, subsample
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing import EchoStack
-from tests.audit.audit_helpers import Writer, fact
+from echo_memory.libs.testing.agents import Writer, fact
 from tests.bench.test_eval_leaves_no_trace import REPO, _cli, _snapshot
 from tests.dashboard.dashboard_support import seed
 

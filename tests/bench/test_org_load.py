@@ -1,12 +1,17 @@
-"""The organisation history and its COPY loader: the loader stores the rows `write_episode` stores.
+"""The organisation history, its COPY loader and `benchmark-tiers` over it.
 
-The same small history (agents, projects, look-alike names, restated edges) goes into one scope
-through the real write path, session by session, and into another by COPY; every fact, entity,
-episode and lexical statistic must match, timestamps aside (the write path stamps its own clock).
+The loader stores the rows `write_episode` stores: the same small history (agents, projects,
+look-alike names, restated edges) goes into one scope through the real write path, session by
+session, and into another by COPY; every fact, entity, episode and lexical statistic must match,
+timestamps aside (the write path stamps its own clock).
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +22,8 @@ from echo_memory.libs.local.eval.org_load import load_history, load_reads
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing.tiers import Handlers
 
+BIN = Path(sys.executable).parent / "echo-memory"
+TINY = Path(__file__).with_name("fixtures") / "agent_facts_tiny.json"
 SHAPE = OrgShape(agents=4, projects=2, entities_per_project=10, superseded_share=0.25, look_alike_share=0.3, seed=3)
 
 FACTS = """
@@ -130,3 +137,27 @@ async def test_reads_land_in_the_read_log_of_the_scope(handlers: Handlers, embed
         "JOIN facts f ON f.id = rr.item_id WHERE r.scopes = ARRAY['org-reads'] AND f.scope_id = %s",
         (scope_id,))).fetchone()
     assert rows == (6, written)
+
+
+def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [str(BIN), "benchmark-tiers", "--agent-facts", str(TINY), "--sizes", "150", "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["history"] == "org" and report["gold_facts"] == 8
+    [row] = report["rows"]
+    assert 0 < row["brief_ms"]["p50"] <= row["brief_ms"]["p95"] and row["brief_ms"]["n"] == 30
+    assert row["distractors"] == 150 and row["org"]["superseded"] > 0 and row["org"]["read_results"] > 0
+    assert set(row["arms"]) == {"flat", "all", "hot"}
+    assert all(0.0 <= arm["quality"]["hit10"] <= 1.0 for arm in row["arms"].values())
+    for arm in ("all", "hot"):
+        assert row["arms"][arm]["postgres_cpu_ms_per_query"] > 0 and row["arms"][arm]["process_cpu_ms_per_query"] > 0
+    assert row["arms"]["hot"]["via_digest_results"] > 0  # the old gold facts are reached through digests
+    assert row["invariants"] == {"content_unchanged": True, "as_of_unchanged": True,
+                                 "as_of_repeatable_before_the_run": True, "rebuild_identical": True}
+    probes = row["probes"]
+    assert probes["digests"] > 0
+    assert probes["topic_digests_mixing_look_alikes"] == probes["look_alike_digests_holding_another"] == 0
+    assert probes["digests_holding_a_fact_and_its_successor"] == 0

@@ -11,7 +11,7 @@ from echo_memory.libs.local.cli.main import main
 from echo_memory.libs.local.cli.system import render_store
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing import EchoStack
-from tests.audit.audit_helpers import Writer, fact
+from echo_memory.libs.testing.agents import Writer, fact
 from tests.dashboard.dashboard_support import seed
 from tests.dashboard.test_dashboard_cli import run_cli
 

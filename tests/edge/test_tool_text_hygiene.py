@@ -10,7 +10,8 @@ from mcp import Client
 
 from echo_memory.libs.local.stack import tool_error
 from echo_memory.libs.testing import EchoStack
-from tests.writes.conftest import PAYMENTS, counts
+from echo_memory.libs.testing.agents import PAYMENTS
+from echo_memory.libs.testing.rows import counts
 
 ONE = PAYMENTS["facts"][0]
 NUL, RLO, RLI, ESC, ZWSP, BOM = "\x00", "\u202e", "\u2067", "\x1b", "\u200b", "\ufeff"

@@ -29,8 +29,8 @@ from echo_memory.libs.core.contracts.subjects import SERVICES, request_subject
 from echo_memory.libs.server.bus.broker import make_broker, subscriptions_registered
 from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Writer, fact
 from echo_memory.services.edge.metrics import EdgeMetrics
-from tests.audit.audit_helpers import Writer, fact
 
 METRIC = re.compile(r"\b(echo_[a-z0-9_]+)\b")
 GROUPING = re.compile(r"\b(?:by|without)\s*\(([^)]*)\)")

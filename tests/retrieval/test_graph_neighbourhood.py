@@ -11,9 +11,13 @@ from datetime import UTC, datetime
 
 import psycopg
 
+from echo_memory.libs.core.config.retrieval import RetrievalSettings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.server.store.access import Scope
 from echo_memory.libs.testing import EchoStack
 from echo_memory.services.retrieval import channels as ch
 from echo_memory.services.retrieval.queries import GRAPH_EDGES_PER_ENTITY
+from echo_memory.services.retrieval.request import Search
 
 HUB = "core gateway"
 SPOKES = 8
@@ -48,10 +52,12 @@ async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(stack
     await _build(stack, "graph-b")  # same names in another scope: none of its edges may appear
     async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
         scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name = 'graph-a'")).fetchone())[0]  # type: ignore[index]
-        params = {"scope_ids": [scope_id], "at": datetime.now(tz=UTC), "query": f"what does the {HUB} call?"}
-        named = await ch.named_entities(conn, params, org="x")
+        search = Search(caller=Caller(org="x", agent_id="test"), scopes=(Scope(str(scope_id), "graph-a", "graph-a"),),
+                        query=f"what does the {HUB} call?", as_of=None, at=datetime.now(tz=UTC), tier="all",
+                        top_k=10, include_episodes=True, settings=RetrievalSettings(graph_edge_cap=CAP), model="none")
+        named = await ch.named_entities(conn, search)
         assert len(named) == 1
-        runs = [await ch.graph_neighbourhood(conn, params, named, edge_cap=CAP, org="x") for _ in range(3)]
+        runs = [await ch.graph_neighbourhood(conn, search, named) for _ in range(3)]
         hub_edges = await (await conn.execute(
             "SELECT id::text FROM facts WHERE scope_id = %s AND source_entity = %s::uuid ORDER BY id", (scope_id, named[0])
         )).fetchall()

@@ -4,14 +4,21 @@ boost when the query's words are mostly elsewhere (dense first when lexical evid
 
 from __future__ import annotations
 
+import asyncio
 import math
+from datetime import UTC, datetime
 
-from echo_memory.libs.core.config.retrieval import FusionWeights
+from echo_memory.libs.core.config.retrieval import FusionWeights, RetrievalSettings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.query import ItemKind
+from echo_memory.libs.core.contracts.reindex import LEXICAL_FORMAT_VERSION
 from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.store.access import Scope
 from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval import channels as ch
-from echo_memory.services.retrieval.channels import Candidate, LexicalMode
+from echo_memory.services.retrieval.channels import Candidate, Corpus
 from echo_memory.services.retrieval.fusion import fuse
+from echo_memory.services.retrieval.request import Search
 
 ON = ("dense", "lexical")
 
@@ -54,9 +61,13 @@ async def test_the_lexical_channel_gives_each_candidate_the_querys_ideal_score(
     scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name='shared'")).fetchone())[0]  # type: ignore[index]
     query = "kiln fired vase glaze"  # "glaze" is on no row: the corpus does not know it
     pool: ch.Pool = {}
-    await ch.lexical(conn, pool, {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10,
-                                  "embedding": embedder.embed_one(query)},
-                     "episode", LexicalMode("bm25"), docs=len(docs), org="test")
+    search = Search(caller=Caller(org="test", agent_id="test"), scopes=(Scope(str(scope_id), "shared", "shared"),),
+                    query=query, as_of=None, at=datetime.now(tz=UTC), tier="all", top_k=10, include_episodes=True,
+                    settings=RetrievalSettings(candidates=10), model=embedder.name,
+                    vector=asyncio.create_task(asyncio.to_thread(embedder.embed_one, query)))
+    # Current statistics, so the channel ranks by BM25.
+    corpus = Corpus(ItemKind.EPISODE, len(docs), LEXICAL_FORMAT_VERSION, scopes_with_stats=1, has_rows=True)
+    await ch.lexical(conn, pool, search, corpus)
     assert len(pool) == 2
     # kiln and fire are on two rows of three, vase on all three.
     ideal = 2 * _idf(3, 2) + _idf(3, 3)

@@ -6,25 +6,26 @@ from __future__ import annotations
 from typing import Any
 
 from echo_memory.libs.core.config.retrieval import QualityGates
+from echo_memory.libs.core.contracts.query import Channel, ItemKind
 from echo_memory.libs.testing import EchoStack
 from echo_memory.services.retrieval.gates import Ranked, apply_gates
 
 OFF = QualityGates.off()
 
 
-def _item(item_id: str, cos: float, text: str, *matched: str) -> Ranked:
-    return ({"id": item_id, "score": cos, "text": text}, "fact", list(matched or ("dense",)))
+def _item(item_id: str, cos: float, text: str, *matched: Channel) -> Ranked:
+    return Ranked({"id": item_id, "text": text}, ItemKind.FACT, matched or (Channel.DENSE,), cos)
 
 
 def _ids(kept: list[Ranked]) -> list[str]:
-    return [row["id"] for row, _, _ in kept]
+    return [item.id for item in kept]
 
 
 def test_filler_found_by_meaning_alone_far_below_the_best_is_left_out_and_back_filled() -> None:
     ranked = [
         _item("best", 0.60, "billing uses razorpay"),
         _item("filler", 0.20, "the office plant needs water"),
-        _item("word match", 0.10, "razorpay webhook secret rotation", "lexical"),
+        _item("word match", 0.10, "razorpay webhook secret rotation", Channel.LEXICAL),
         _item("close", 0.45, "payments go through one provider"),
     ]
     kept, outcome = apply_gates(ranked, QualityGates(), top_k=3)
@@ -52,7 +53,7 @@ def test_nothing_relevant_when_nothing_matches_a_word_or_entity_and_the_best_is_
     assert kept == [] and outcome.nothing_relevant
     assert outcome.note() is not None and outcome.note().startswith("nothing relevant")  # type: ignore[union-attr]
     # The same cosines with one word match, or with the gate off, are an answer.
-    with_word = [*far, _item("c", 0.05, "razorpay", "lexical")]
+    with_word = [*far, _item("c", 0.05, "razorpay", Channel.LEXICAL)]
     assert _ids(apply_gates(with_word, QualityGates(), top_k=10)[0]) == ["a", "b", "c"]
     assert _ids(apply_gates(far, QualityGates(nothing_below=0), top_k=10)[0]) == ["a", "b"]
 

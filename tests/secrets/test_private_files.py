@@ -17,7 +17,7 @@ from echo_memory.libs.local.supervisor.nats import NatsServer
 from echo_memory.libs.local.supervisor.ports import free_port
 from echo_memory.libs.local.supervisor.units import ServiceProcess
 from echo_memory.libs.testing import EchoStack
-from tests.writes.conftest import PAYMENTS, call
+from echo_memory.libs.testing.agents import PAYMENTS, call
 
 ROOT = Path(__file__).resolve().parents[2]
 

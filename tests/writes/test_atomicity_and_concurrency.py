@@ -1,4 +1,9 @@
-"""One transaction per call, proven by breaking it inside the database; one active edge under load."""
+"""One transaction per call, proven by breaking it inside the database; one active edge under load.
+
+Breaking a call's transaction needs real commits (every service's routes on the in-memory broker,
+on their own pool); concurrent writers run on the full stack, over real NATS, with three instances
+of the writes service in one queue group.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import asyncio
 
 from echo_memory.libs.server.service.runner import start_service
 from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Routes
 from echo_memory.services.writes.app import routes
 from tests.writes.conftest import PAYMENTS, RESULT_KEYS, Bus, counts, episode, fact, sql
 
@@ -20,20 +26,22 @@ THREE_FACTS = episode(
 )
 
 
-async def test_a_statement_failing_after_other_inserts_leaves_nothing_behind(stack: EchoStack, bus: Bus) -> None:
+async def test_a_statement_failing_after_other_inserts_leaves_nothing_behind(routes: Routes) -> None:
+    bus = Bus(routes.client, routes.org)
     # Entities, the episode, two facts, their audit rows and events are inserted before the third
     # fact breaks this CHECK; everything must roll back with it.
-    await sql(stack.database_url, "ALTER TABLE facts ADD CONSTRAINT test_no_boom CHECK (text NOT LIKE '%%BOOM%%')")
+    await sql(routes.database_url, "ALTER TABLE facts ADD CONSTRAINT test_no_boom CHECK (text NOT LIKE '%%BOOM%%')")
     result = await bus.write(THREE_FACTS)
     assert set(result) == RESULT_KEYS
     assert result["not_stored"] == "refused" and result["error"]["code"] == "internal"
     assert "nothing was changed" in result["error"]["message"]
-    assert sum((await counts(stack.database_url)).values()) == 0
+    assert sum((await counts(routes.database_url)).values()) == 0
 
 
-async def test_a_failure_at_commit_leaves_nothing_behind(stack: EchoStack, bus: Bus) -> None:
+async def test_a_failure_at_commit_leaves_nothing_behind(routes: Routes) -> None:
+    bus = Bus(routes.client, routes.org)
     # A deferred constraint trigger fires at COMMIT, after every statement of the call succeeded.
-    await sql(stack.database_url, """
+    await sql(routes.database_url, """
         CREATE FUNCTION test_fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS
         $$ BEGIN RAISE EXCEPTION 'refused at commit by the test'; END $$;
         CREATE CONSTRAINT TRIGGER test_commit_breaker AFTER INSERT ON outbox
@@ -42,9 +50,9 @@ async def test_a_failure_at_commit_leaves_nothing_behind(stack: EchoStack, bus: 
     keyed = {**PAYMENTS, "idempotency_key": "commit-1"}
     result = await bus.write(keyed)
     assert result["not_stored"] == "refused" and result["error"]["code"] == "internal"
-    assert sum((await counts(stack.database_url)).values()) == 0
+    assert sum((await counts(routes.database_url)).values()) == 0
     # With the breaker gone the same call (same key) stores normally: the failed one left no key behind.
-    await sql(stack.database_url, "DROP TRIGGER test_commit_breaker ON outbox")
+    await sql(routes.database_url, "DROP TRIGGER test_commit_breaker ON outbox")
     assert (await bus.write(keyed))["stored"] is True
 
 

@@ -1,4 +1,8 @@
-"""Project memory files: `echo-memory docs sync` (the real CLI), pending_documents and mark_ingested (real MCP)."""
+"""Project memory files: `echo-memory docs sync` (the real CLI), pending_documents and mark_ingested (real MCP).
+
+Paging and refusals of the writes service's own verbs run on the handler tier; the command, over
+the real bus, on the full stack.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ import pytest
 from echo_memory.libs.core.contracts.documents import MAX_DOCUMENT_BYTES, PENDING_BYTES_BUDGET
 from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE
 from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Agent
+from echo_memory.libs.testing.tiers import Handlers
 from tests.writes.conftest import call, counts, sql
 
 FILES = {
@@ -132,16 +138,16 @@ async def test_files_with_secrets_are_refused_and_the_rest_registered(stack: Ech
     assert await sql(stack.database_url, "SELECT path FROM documents") == [("AGENTS.md",)]
 
 
-async def test_pending_is_paged_by_count_and_by_bytes(stack: EchoStack) -> None:
+async def test_pending_is_paged_by_count_and_by_bytes(handlers: Handlers) -> None:
     big = "y" * (PENDING_BYTES_BUDGET * 3 // 8)  # two fit in one answer, three do not
     docs = [{"path": f"notes/{i:02}.md", "content": f"note {i}"} for i in range(5)]
     docs += [{"path": f"notes/big-{c}.md", "content": big} for c in "abc"]
-    registered = await stack.admin_call("writes", "register_documents", {"project": "paged", "documents": docs})
+    registered = await handlers.admin_call("writes", "register_documents", {"project": "paged", "documents": docs})
     assert [d["status"] for d in registered["documents"]] == ["new"] * 8
-    async with stack.client(stack.issue_token("codex")) as client:
-        by_count = await _pending(client, "paged", limit=3)
-        by_bytes = await _pending(client, "paged", limit=50)
-        nothing = await _pending(client, "no-such-project")
+    client = Agent(handlers, "codex")
+    by_count = await _pending(client, "paged", limit=3)
+    by_bytes = await _pending(client, "paged", limit=50)
+    nothing = await _pending(client, "no-such-project")
     assert [d["path"] for d in by_count["documents"]] == ["notes/00.md", "notes/01.md", "notes/02.md"]
     assert by_count["more"] is True
     assert [d["path"] for d in by_bytes["documents"]][-1] == "notes/big-b.md" and by_bytes["more"] is True
@@ -149,37 +155,37 @@ async def test_pending_is_paged_by_count_and_by_bytes(stack: EchoStack) -> None:
         "documents": [], "more": False, "memory_notice": MEMORY_NOTICE, "project": None, "matched": "none"}
 
 
-async def test_mark_ingested_refusals_are_typed_and_change_nothing(stack: EchoStack) -> None:
-    registered = await stack.admin_call("writes", "register_documents",
+async def test_mark_ingested_refusals_are_typed_and_change_nothing(handlers: Handlers) -> None:
+    registered = await handlers.admin_call("writes", "register_documents",
                                         {"project": "p", "documents": [{"path": "AGENTS.md", "content": "Be brief."}]})
     document_id = registered["documents"][0]["document_id"]
-    before = await counts(stack.database_url)
+    before = await counts(handlers.conn)
     cases = [
         ({"document_id": "00000000-0000-0000-0000-000000000000"}, "not_found"),
         ({"document_id": "doc-1"}, "invalid_argument"),
         ({"document_id": document_id, "content_hash": "sha256:0000"}, "invalid_argument"),
         ({"document_id": document_id, "extra": 1}, "invalid_argument"),
     ]
-    async with stack.client(stack.issue_token("codex")) as client:
-        results = [await call(client, "mark_ingested", args) for args, _ in cases]
-        _, pending = await call(client, "pending_documents", {"project": "p", "limit": 0})
+    client = Agent(handlers, "codex")
+    results = [await call(client, "mark_ingested", args) for args, _ in cases]
+    _, pending = await call(client, "pending_documents", {"project": "p", "limit": 0})
     assert [(e, r["error"]["code"], r["error"]["retryable"]) for e, r in results] == [
         (True, code, False) for _, code in cases]
     assert pending["error"]["code"] == "invalid_argument"
-    assert await counts(stack.database_url) == before
+    assert await counts(handlers.conn) == before
 
 
-async def test_register_documents_refuses_a_path_twice_in_one_call(stack: EchoStack) -> None:
+async def test_register_documents_refuses_a_path_twice_in_one_call(handlers: Handlers) -> None:
     from echo_memory.libs.core.contracts.errors import InvalidArgument
 
     try:
-        await stack.admin_call("writes", "register_documents", {"project": "p", "documents": [
+        await handlers.admin_call("writes", "register_documents", {"project": "p", "documents": [
             {"path": "A.md", "content": "1"}, {"path": "A.md", "content": "2"}]})
     except InvalidArgument as exc:
         assert "each path may appear once" in exc.message
     else:
         raise AssertionError("a duplicated path was accepted")
-    assert (await counts(stack.database_url))["documents"] == 0
+    assert (await counts(handlers.conn))["documents"] == 0
 
 
 async def test_sync_leaves_out_what_install_wrote(stack: EchoStack, tmp_path: Path, sync) -> None:

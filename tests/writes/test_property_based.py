@@ -1,4 +1,4 @@
-"""Random and hostile write_episode payloads through the real bus: a stored result or a typed refusal,
+"""Random and hostile write_episode payloads straight to the writes service (handler tier): a stored result or a typed refusal,
 never an exception, never an internal error, never partial rows."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.tiers import Handlers
 from tests.writes.conftest import RESULT_KEYS, Bus, counts, sql
 
 NAMES = ["Payments service", "payments SERVICE", "Stripe", "Redis", "Postgres", "PostgreSQL", "Alice", "pg"]
@@ -84,15 +84,16 @@ def payloads(draw: st.DrawFn) -> dict[str, Any]:
 TYPED = {"invalid_argument", "not_found", "scope_denied", "conflict", "unavailable"}
 
 
-# Hypothesis runs in a worker thread while the event loop (NATS client, services) keeps running
+# Hypothesis runs in a worker thread while the event loop (the handlers, the model) keeps running
 # in the test's thread and uses the global `random`; hypothesis sees that as a strategy touching
 # `random`. Our strategies do not, so that one warning is not an error here.
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")
-async def test_hostile_payloads_store_whole_or_nothing(stack: EchoStack, bus: Bus) -> None:
+async def test_hostile_payloads_store_whole_or_nothing(handlers: Handlers) -> None:
+    bus = Bus(handlers, handlers.org)
     outcomes: dict[str, int] = {}
     reasons: dict[str, int] = {}
 
-    watcher = await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True)
+    watcher = handlers.conn  # the requests' own connection: each request is a savepoint of its transaction
 
     # derandomize: the same examples on every run, so CI is reproducible (new seeds come with code changes).
     @settings(max_examples=150, deadline=None, database=None, derandomize=True,
@@ -121,21 +122,18 @@ async def test_hostile_payloads_store_whole_or_nothing(stack: EchoStack, bus: Bu
             assert after["outbox"] - before["outbox"] == made
             assert after["episodes"] - before["episodes"] == 1
 
-    try:
-        await _run(one)
-    finally:
-        await watcher.close()
+    await _run(one)
     # The generator reaches every outcome, so the properties were exercised, not vacuously true.
     print("outcomes", outcomes, "refusals", reasons)
     assert {"stored", "refused", "unchanged", "no_facts"} <= set(outcomes), outcomes
     assert outcomes["stored"] >= 10, outcomes
-    orphans = await sql(stack.database_url, """
+    orphans = await sql(handlers.conn, """
         SELECT count(*) FROM facts f
         WHERE NOT EXISTS (SELECT 1 FROM audit_log a WHERE a.fact_id = f.id)
            OR NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payload->>'fact_id' = f.id::text)
            OR f.episode_id IS NULL""")
     assert orphans == [(0,)]
-    doubled = await sql(stack.database_url, """
+    doubled = await sql(handlers.conn, """
         SELECT count(*) FROM (SELECT 1 FROM facts WHERE t_invalid IS NULL
                               GROUP BY scope_id, source_entity, target_entity, lower(relation) HAVING count(*) > 1) d""")
     assert doubled == [(0,)]

@@ -11,36 +11,38 @@ from typing import Any
 
 import pytest
 
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing.agents import Agent
+from echo_memory.libs.testing.tiers import Handlers
 from tests.writes.conftest import call, episode, fact
 
 
 @pytest.fixture
-def asked(stack: EchoStack, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+def asked(embedder: MiniLM, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every list of texts the writes service hands the (real) model, in order."""
     calls: list[list[str]] = []
-    real = stack.embedder.embed
+    real = embedder.embed
 
     def spy(texts: list[str], batch_size: int = 64) -> Any:
         calls.append(list(texts))
         return real(texts, batch_size)
 
-    monkeypatch.setattr(stack.embedder, "embed", spy)
+    monkeypatch.setattr(embedder, "embed", spy)
     return calls
 
 
-async def test_known_names_are_not_embedded_again(stack: EchoStack, asked: list[list[str]]) -> None:
+async def test_known_names_are_not_embedded_again(handlers: Handlers, asked: list[list[str]]) -> None:
     first = episode([("Ledger service", "service"), ("Kafka", "broker")],
                     [fact("Ledger service", "Kafka", "publishes to", "The ledger service publishes entries to Kafka.")])
     second = episode([("ledger SERVICE", "service"), ("Kafka", "broker"), ("Flink", "processor")],
                      [fact("ledger SERVICE", "Kafka", "reads offsets from", "The ledger service reads offsets from Kafka."),
                       fact("Kafka", "Flink", "feeds", "Kafka feeds the Flink fraud job.")])
-    async with stack.client(stack.issue_token("claude-code")) as client:
-        _, stored = await call(client, "write_episode", first)
-        assert stored["stored"] is True, stored
-        asked.clear()
-        _, stored = await call(client, "write_episode", second)
-        assert stored["stored"] is True, stored
+    client = Agent(handlers, "claude-code")
+    _, stored = await call(client, "write_episode", first)
+    assert stored["stored"] is True, stored
+    asked.clear()
+    _, stored = await call(client, "write_episode", second)
+    assert stored["stored"] is True, stored
     # Two requests to the model, from two worker threads (so in either order): the facts, from
     # the start of the write, and the one new name, once the known ones are resolved.
     assert sorted(asked) == [["Flink"], ["The ledger service reads offsets from Kafka.", "Kafka feeds the Flink fraud job."]]
@@ -48,13 +50,13 @@ async def test_known_names_are_not_embedded_again(stack: EchoStack, asked: list[
     assert {e["source"] for e in stored["edges_created"]} == {"Ledger service", "Kafka"}
 
 
-async def test_names_no_fact_uses_are_not_embedded(stack: EchoStack, asked: list[list[str]]) -> None:
+async def test_names_no_fact_uses_are_not_embedded(handlers: Handlers, asked: list[list[str]]) -> None:
     # "Redis" is declared but no fact uses it, so it is never stored and needs no vector; "Kafka"
     # is declared new, so its vector is computed from the start, beside the fact's.
     body = episode([("Orders service", "service"), ("Kafka", "broker"), ("Redis", "cache")],
                    [fact("Orders service", "Kafka", "publishes to", "The orders service publishes to Kafka.")],
                    entity_resolutions=[{"mention": "Kafka", "entity_id": "new", "rationale": "first mention"}])
-    async with stack.client(stack.issue_token("claude-code")) as client:
-        _, stored = await call(client, "write_episode", body)
+    client = Agent(handlers, "claude-code")
+    _, stored = await call(client, "write_episode", body)
     assert stored["stored"] is True, stored
     assert sorted(asked) == [["Kafka"], ["Orders service"], ["The orders service publishes to Kafka."]]

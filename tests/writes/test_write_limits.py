@@ -1,10 +1,11 @@
-"""Limits and bad input: each refused with a clear, typed error, through the real MCP client, changing nothing."""
+"""Limits and bad input: each refused with a clear, typed error, as the edge returns it, changing nothing (handler tier)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Agent
+from echo_memory.libs.testing.tiers import Handlers
 from tests.writes.conftest import PAYMENTS, RESULT_KEYS, call, counts, episode, fact, sql
 
 ONE = PAYMENTS["facts"][0]
@@ -55,32 +56,31 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
 ]
 
 
-async def test_every_limit_and_bad_input_is_refused_typed_and_changes_nothing(stack: EchoStack) -> None:
-    await stack.admin_call("writes", "scope_create", {"name": "ops"})
-    await stack.admin_call("writes", "scope_create", {"name": "locked"})
-    await sql(stack.database_url, "UPDATE scopes SET writers = ARRAY['ops-bot'] WHERE name = 'locked'")
-    token = stack.issue_token("claude-code", write=["shared", "solo", "ghost", "locked"])
+async def test_every_limit_and_bad_input_is_refused_typed_and_changes_nothing(handlers: Handlers) -> None:
+    await handlers.admin_call("writes", "scope_create", {"name": "ops"})
+    await handlers.admin_call("writes", "scope_create", {"name": "locked"})
+    await sql(handlers.conn, "UPDATE scopes SET writers = ARRAY['ops-bot'] WHERE name = 'locked'")
     problems = []
-    async with stack.client(token) as client:
-        for name, arguments, code, fragment in CASES:
-            is_error, result = await call(client, "write_episode", arguments)
-            error = result.get("error") or {}
-            if not (is_error and set(result) == RESULT_KEYS and result["not_stored"] == "refused"
-                    and error.get("code") == code and error.get("retryable") is False
-                    and fragment in error.get("message", "")):
-                problems.append((name, result))
+    client = Agent(handlers, "claude-code", write=["shared", "solo", "ghost", "locked"])
+    for name, arguments, code, fragment in CASES:
+        is_error, result = await call(client, "write_episode", arguments)
+        error = result.get("error") or {}
+        if not (is_error and set(result) == RESULT_KEYS and result["not_stored"] == "refused"
+                and error.get("code") == code and error.get("retryable") is False
+                and fragment in error.get("message", "")):
+            problems.append((name, result))
     assert problems == []
-    assert sum((await counts(stack.database_url)).values()) == 0
+    assert sum((await counts(handlers.conn)).values()) == 0
 
 
-async def test_the_largest_call_within_limits_is_stored(stack: EchoStack) -> None:
+async def test_the_largest_call_within_limits_is_stored(handlers: Handlers) -> None:
     arguments = episode(
         [(f"Entity {i}", "thing") for i in range(50)],
         [fact(f"Entity {i}", f"Entity {i + 1}", "precedes", f"Entity {i} precedes entity {i + 1}. " + "x" * 1900)
          for i in range(49)] + [fact("Entity 49", "Entity 0", "precedes", "Entity 49 wraps around to entity 0.")],
     )
-    async with stack.client(stack.issue_token("claude-code")) as client:
-        is_error, result = await call(client, "write_episode", arguments)
+    client = Agent(handlers, "claude-code")
+    is_error, result = await call(client, "write_episode", arguments)
     assert not is_error and result["stored"] is True and len(result["edges_created"]) == 50
-    found = await counts(stack.database_url)
+    found = await counts(handlers.conn)
     assert (found["entities"], found["facts"], found["outbox"]) == (50, 50, 50)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -10,6 +11,25 @@ from echo_memory.libs.core.contracts.common import Provenance, StrictModel
 from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, MemoryNotice
 from echo_memory.libs.core.contracts.instants import Instant
 from echo_memory.libs.core.hygiene.instructions import InstructionFlag
+
+
+class ItemKind(StrEnum):
+    """What a result is: a fact (an edge between two entities) or an episode (a turn or passage)."""
+
+    FACT = "fact"
+    EPISODE = "episode"
+
+
+class Channel(StrEnum):
+    """What put a result in the answer (`MemoryItem.matched`); the first five are search channels."""
+
+    DENSE = "dense"
+    LEXICAL = "lexical"
+    GRAPH = "graph"
+    NEIGHBOUR = "neighbour"  # a turn adjacent to another candidate in its session
+    VIA_DIGEST = "via_digest"  # a member of an entity digest near the query (tier hot)
+    ABOUT = "about"
+    DIGEST = "digest"
 
 
 class QueryMemoryInput(StrictModel):
@@ -35,7 +55,8 @@ class QueryMemoryInput(StrictModel):
 
 
 class MemoryItem(BaseModel):
-    kind: Literal["fact", "episode"]
+    # Literal members rather than the enum type: the published schema stays an inline enum.
+    kind: Literal[ItemKind.FACT, ItemKind.EPISODE]
     id: str
     text: str
     score: float | None = Field(

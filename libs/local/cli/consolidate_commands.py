@@ -127,6 +127,9 @@ def register_benchmark(sub: Any) -> None:
     parser.add_argument("--agent-facts", required=True, metavar="PATH",
                         help="the agent-facts JSON file (its facts are planted old and never read)")
     parser.add_argument("--sizes", default="10000", help="distractor counts, comma-separated (e.g. 10000,100000)")
+    parser.add_argument("--history", choices=("org", "flat"), default="org",
+                        help="distractors: an organisation's year of memory per size (agents, projects, restated "
+                        "edges, look-alike names, reads; default), or one agent's facts in one growing store")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=benchmark_tiers)
 
@@ -147,7 +150,8 @@ def benchmark_tiers(settings: Settings, args: argparse.Namespace) -> int:
     if not sizes or any(size < 0 for size in sizes):
         print(f"echo-memory benchmark-tiers: --sizes wants whole numbers ≥ 0, got {args.sizes!r}", file=sys.stderr)
         return 2
-    report = eventloop.run(tier_bench.run(args.agent_facts, sizes, show=not args.json), use_uvloop=settings.uvloop)
+    report = eventloop.run(tier_bench.run(args.agent_facts, sizes, history=args.history, show=not args.json),
+                           use_uvloop=settings.uvloop)
     if args.json:
         print(json.dumps(report, indent=2))
     return 0

@@ -79,6 +79,7 @@ class OrgHistory:
         self._rng = random.Random(self.shape.seed)
         self.look_alikes: list[tuple[str, ...]] = []
         self._projects = [self._project(i) for i in range(self.shape.projects)]
+        self._group_of = {name: i for i, group in enumerate(self.look_alikes) for name in group}
         self._agents = [(f"agent-{i:03d}", TOOLS[i % len(TOOLS)],
                          self._rng.sample(range(self.shape.projects), k=min(self.shape.projects, 1 + i % 3)))
                         for i in range(self.shape.agents)]
@@ -100,6 +101,10 @@ class OrgHistory:
             entities += [n for n in group if n not in entities]
             self.look_alikes.append(tuple(dict.fromkeys(group)))
         return _Project(name, entities)
+
+    def _alike(self, a: str, b: str) -> bool:
+        group = self._group_of.get(a)
+        return group is not None and group == self._group_of.get(b)
 
     def _age(self, done: float) -> float:
         # Activity grows with adoption: the written share rises as the square of elapsed time.
@@ -125,7 +130,9 @@ class OrgHistory:
             source, target, relation = edge
         else:
             source = self._rng.choice(focus)
-            target = self._rng.choice([e for e in project.entities if e != source])
+            # Never an edge between two look-alikes: a fact naming both would join them legitimately,
+            # and the false-merge probe counts any digest that holds two of a group.
+            target = self._rng.choice([e for e in project.entities if e != source and not self._alike(source, e)])
             relation = self._rng.choice(RELATIONS)[0]
             replaces = None
             if (source, target, relation) in self._all_edges:

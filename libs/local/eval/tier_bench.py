@@ -1,20 +1,31 @@
 """`echo-memory benchmark-tiers`: does consolidation keep recall while it bounds what a search reads?
 
 In a throw-away system: the agent-facts set is written through the real write path and then made
-old and never read (the facts an organisation forgets it has), inside synthetic distractors loaded
-by COPY (libs/local/eval/bulk.py) whose ages spread over a year, a tenth of them ended versions,
-and whose recent facts were read (the read log favours what is recent). At each size it measures
-three arms on the same queries:
+old and never read (the facts an organisation forgets it has), inside distractors loaded by COPY.
+Two histories:
+
+- `org` (the default): at each size a scope of its own holding an organisation's year of memory
+  (org_history.py: agents, projects, sessions, restated edges, look-alike names, a read log that
+  favours recent facts of popular entities), loaded as `write_episode` stores it (org_load.py);
+- `flat`: one scope growing from size to size with one agent's synthetic facts
+  (libs/local/eval/bulk.py), ages spread over a year by a hash, a tenth of them ended versions,
+  the newest read once.
+
+At each size it measures three arms on the same queries:
 
 - flat: exact cosine over every visible fact of the scope (the ceiling a vector search can reach);
 - all: `query_memory` as it ranks by default (`tier: "all"`);
 - hot: `query_memory` with `tier: "hot"` after `consolidate` (hot facts plus the nearest digests).
 
 It reports hit@10, recall@10 and MRR@10 with bootstrap intervals, the gold facts' tiers and how
-many were reached through a digest, latency and this process's CPU per query (the services run
-in-process; Postgres's CPU is not split out), tokens per recall, the cost of the consolidation
+many were reached through a digest, latency, CPU per query of this process (the services run
+in-process) and of Postgres (the postmaster and every backend; background work such as autovacuum
+falls in it too), tokens per recall, the session brief's latency over the bus, the cost of the consolidation
 run, and the invariants that must hold at 100%: the facts' content unchanged by the run, `as_of`
-answers for a past instant unchanged, a rebuild giving identical digests.
+answers for a past instant unchanged, a rebuild giving identical digests; with the `org` history
+also the false-merge probe (no topic digest, and no digest of a look-alike entity, holds facts about
+two distinct look-alikes; entity digests of a third entity that name two look-alikes side by side
+are counted apart) and the contradiction probe (no digest holds a fact and the version that ended it).
 """
 
 from __future__ import annotations
@@ -25,12 +36,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 from pgvector.psycopg import register_vector_async
 
 from echo_memory.libs.local.eval import agent_facts, synthetic
 from echo_memory.libs.local.eval.bulk import copy_facts
-from echo_memory.libs.local.eval.metrics import hit_at, percentile, recall_at, reciprocal_rank, returned_tokens
+from echo_memory.libs.local.eval.metrics import (
+    hit_at,
+    latency_stats,
+    percentile,
+    recall_at,
+    reciprocal_rank,
+    returned_tokens,
+)
+from echo_memory.libs.local.eval.org_history import OrgHistory
+from echo_memory.libs.local.eval.org_load import load_history, load_reads
 from echo_memory.libs.local.eval.runner import new_scope, progress, summary, write_agent_facts
 from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
 from echo_memory.libs.server.embed import MiniLM
@@ -38,6 +59,7 @@ from echo_memory.libs.server.embed import MiniLM
 GOLD_AGE_DAYS = 300
 ENDED_SHARE = 10  # one distractor in ten is an ended version
 AS_OF_QUERIES = 10
+BRIEFS = 30
 
 CONTENT_HASH = """
 SELECT md5(string_agg(concat_ws('|', id, source_entity, target_entity, relation, text, t_valid, t_invalid,
@@ -81,6 +103,16 @@ ORDER BY (embedding <=> %(embedding)s) + 0, id
 LIMIT 10
 """
 GOLD_TIERS = "SELECT id::text, tier FROM facts WHERE id = ANY(%(ids)s::uuid[])"
+DIGEST_NAMES = """
+SELECT d.kind, (SELECT name FROM entities WHERE id = d.subject_id), array_agg(DISTINCT e.name)
+FROM digests d JOIN facts f ON f.id = ANY(d.member_ids) JOIN entities e ON e.id IN (f.source_entity, f.target_entity)
+WHERE d.scope_id = %(scope_id)s AND d.valid_to IS NULL GROUP BY d.id, d.kind, d.subject_id
+"""
+DIGESTS_WITH_BOTH_VERSIONS = """
+SELECT count(*) FROM digests d WHERE d.scope_id = %(scope_id)s AND d.valid_to IS NULL
+AND EXISTS (SELECT 1 FROM facts f WHERE f.id = ANY(d.member_ids) AND f.supersedes = ANY(d.member_ids))
+"""
+READS_PER_FACT = 10  # an org's read log: one recall (of up to five facts) for every ten facts written
 DIGESTS = """
 SELECT subject_id::text, member_hash, summary, embedding::text FROM digests
 WHERE scope_id = %(scope_id)s AND valid_to IS NULL ORDER BY subject_id
@@ -91,26 +123,63 @@ def _digest(rows: list[Any]) -> str:
     return hashlib.sha256(repr(rows).encode()).hexdigest()
 
 
-async def run(path: str | Path, sizes: list[int], *, show: bool = False) -> dict[str, Any]:
-    """The report: one row per size (each a larger store: distractors are added, never replaced)."""
+HISTORIES = ("org", "flat")
+
+
+async def run(path: str | Path, sizes: list[int], *, history: str = "org", show: bool = False) -> dict[str, Any]:
+    """The report: one row per size (`org`: a store of its own per size; `flat`: one growing store)."""
     data = agent_facts.load(path)
     embedder = MiniLM()
     rows: list[dict[str, Any]] = []
     async with throwaway_stack(embedder) as stack:
         call = stack_call(stack)
-        scope = await new_scope(call, "tiers")
-        by_id = await write_agent_facts(call, scope, data, show)
-        async with await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True) as conn:
-            scope_id = (await (await conn.execute(SCOPE_ID, {"name": scope})).fetchone())[0]  # type: ignore[index]
-            await conn.execute(AGE_GOLD, {"scope_id": scope_id, "ids": list(by_id), "days": GOLD_AGE_DAYS})
-        source = synthetic.FactSource()
-        stored = 0
-        for size in sorted(sizes):
-            stored += await copy_facts(stack.database_url, scope, source, max(0, size - stored), embedder,
-                                       progress=_progress(size) if show else None)
-            rows.append(await _measure(call, stack.database_url, scope, data, by_id, embedder, stored, show))
+        if history == "org":
+            for size in sorted(sizes):
+                scope = await new_scope(call, f"org-{size}")
+                by_id = await _plant_gold(call, stack.database_url, scope, data, show)
+                org = await _load_org(stack.database_url, scope, size, embedder, show)
+                rows.append(await _measure(call, stack.database_url, scope, data, by_id, embedder, size, show,
+                                           org=org))
+        else:
+            scope = await new_scope(call, "tiers")
+            by_id = await _plant_gold(call, stack.database_url, scope, data, show)
+            source = synthetic.FactSource()
+            stored = 0
+            for size in sorted(sizes):
+                stored += await copy_facts(stack.database_url, scope, source, max(0, size - stored), embedder,
+                                           progress=_progress(size) if show else None)
+                rows.append(await _measure(call, stack.database_url, scope, data, by_id, embedder, stored, show))
     return {"dataset": "agent-facts", "gold_facts": len(data.facts), "queries": len(data.queries),
-            "gold_age_days": GOLD_AGE_DAYS, "rows": rows}
+            "gold_age_days": GOLD_AGE_DAYS, "history": history, "rows": rows}
+
+
+async def _plant_gold(call: Any, database_url: str, scope: str, data: agent_facts.AgentFacts,
+                      show: bool) -> dict[str, str]:
+    """The gold facts through the write path, then dated GOLD_AGE_DAYS back; fact id -> dataset id."""
+    by_id = await write_agent_facts(call, scope, data, show)
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        scope_id = (await (await conn.execute(SCOPE_ID, {"name": scope})).fetchone())[0]  # type: ignore[index]
+        await conn.execute(AGE_GOLD, {"scope_id": scope_id, "ids": list(by_id), "days": GOLD_AGE_DAYS})
+    return by_id
+
+
+async def _load_org(database_url: str, scope: str, size: int, embedder: MiniLM, show: bool) -> dict[str, Any]:
+    """An organisation's history of `size` facts and its read log, in one transaction; what it cost."""
+    cpu, started = time.process_time(), time.perf_counter()
+    org = OrgHistory(size)
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        await register_vector_async(conn)
+        scope_id = str((await (await conn.execute(SCOPE_ID, {"name": scope})).fetchone())[0])  # type: ignore[index]
+        ids = await load_history(conn, scope_id, org, embedder, progress=_progress(size) if show else None)
+        results = await load_reads(conn, scope, ids, org.reads(max(1, size // READS_PER_FACT)))
+        await conn.commit()
+        await conn.set_autocommit(True)
+        for table in ("facts", "entities", "episodes", "reads", "read_results"):
+            await conn.execute(f"VACUUM ANALYZE {table}")  # as autovacuum would shortly after a bulk load
+    return {"look_alikes": org.look_alikes, "load": {
+        "wall_s": round(time.perf_counter() - started, 1), "process_cpu_s": round(time.process_time() - cpu, 1),
+        "superseded": len(org.successors()), "read_results": results,
+        "agents": len({f.agent for f in org.facts}), "projects": len({f.project for f in org.facts})}}
 
 
 def _progress(size: int) -> Callable[[int], None]:
@@ -121,17 +190,24 @@ def _progress(size: int) -> Callable[[int], None]:
 
 
 async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.AgentFacts, by_id: dict[str, str],
-                   embedder: MiniLM, distractors: int, show: bool) -> dict[str, Any]:
+                   embedder: MiniLM, distractors: int, show: bool, org: dict[str, Any] | None = None) -> dict[str, Any]:
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         await register_vector_async(conn)
         scope_id = (await (await conn.execute(SCOPE_ID, {"name": scope})).fetchone())[0]  # type: ignore[index]
-        await conn.execute(SHAPE_HISTORY, {"scope_id": scope_id, "ended": ENDED_SHARE})
-        await conn.execute(LOG_READS, {"scope_id": scope_id, "scope": scope, "reads": max(10, distractors // 50)})
-        await conn.execute("VACUUM ANALYZE facts")
+        if org is None:  # the flat history is shaped here; an org history arrives with its ages and reads
+            await conn.execute(SHAPE_HISTORY, {"scope_id": scope_id, "ended": ENDED_SHARE})
+            await conn.execute(LOG_READS, {"scope_id": scope_id, "scope": scope, "reads": max(10, distractors // 50)})
+            await conn.execute("VACUUM ANALYZE facts")
         content_before = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
-        past = await _as_of_answers(call, scope, data)
+        instant = int(time.time()) - 30 * 86400  # one past instant for both sides of the invariant
+        past = await _as_of_answers(call, scope, data, instant)
+        # Asked twice before anything moves: a difference here is the search's own, not consolidation's.
+        repeatable = past == await _as_of_answers(call, scope, data, instant)
         flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
+        postgres = await _postmaster(conn)
+        pg_cpu = _tree_cpu(postgres)
         every = await _arm(call, scope, data, by_id, "all")
+        pg_all_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
         # The benchmark's own queries are in the read log too; dated a year back, they are not the
         # activity that keeps a fact hot, so the gold facts stay never read as far as the policy sees.
         await conn.execute(BACKDATE_OWN_READS)
@@ -140,28 +216,78 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         cost = {"wall_s": round(time.perf_counter() - started, 2), "process_cpu_s": round(time.process_time() - cpu, 2),
                 "counts": result["runs"][0]["counts"]}
         run_id = result["runs"][0]["run_id"]
+        pg_cpu = _tree_cpu(postgres)
         hot = await _arm(call, scope, data, by_id, "hot")
+        pg_hot_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
+        brief = await _brief_latency(call, scope)
         content_after = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         tiers: dict[str, str] = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
+        probes = await _probes(conn, scope_id, org["look_alikes"]) if org is not None else None
         digests_before = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
         await call("consolidation", "consolidate_undo", {"run_id": run_id})
         await call("consolidation", "consolidate", {"scope": scope})
         digests_rebuilt = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
-    past_after = await _as_of_answers(call, scope, data)
+    past_after = await _as_of_answers(call, scope, data, instant)
     gold_tiers: dict[str, int] = {}
     for tier in tiers.values():
         gold_tiers[tier] = gold_tiers.get(tier, 0) + 1
     row = {
-        "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers,
+        "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers, "brief_ms": brief,
+        **({"org": org["load"], "probes": probes} if org is not None else {}),
         "arms": {"flat": _scores([(ids, [], 0.0, 0, 0.0) for ids in flat], data),
-                 "all": _scores(every, data), "hot": _scores(hot, data)},
+                 "all": {**_scores(every, data), "postgres_cpu_ms_per_query": round(pg_all_ms, 2)},
+                 "hot": {**_scores(hot, data), "postgres_cpu_ms_per_query": round(pg_hot_ms, 2)}},
         "hot_by_gold_tier": _by_tier(hot, data, by_id, tiers),
         "invariants": {"content_unchanged": content_before == content_after, "as_of_unchanged": past == past_after,
+                       "as_of_repeatable_before_the_run": repeatable,
                        "rebuild_identical": digests_before == digests_rebuilt},
     }
     if show:
         print(render_row(row), flush=True)
     return row
+
+
+async def _probes(conn: psycopg.AsyncConnection, scope_id: Any, look_alikes: list[tuple[str, ...]]) -> dict[str, int]:
+    """False merges and merged contradictions among the current digests (each must be 0), and entity
+    digests of a third entity naming two look-alikes side by side (not a merge; reported)."""
+    group_of = {name: index for index, group in enumerate(look_alikes) for name in group}
+    mixed_topic = mixed_subject = side_by_side = 0
+    rows = await (await conn.execute(DIGEST_NAMES, {"scope_id": scope_id})).fetchall()
+    for kind, subject, names in rows:
+        groups = [group_of[n] for n in names if n in group_of]
+        if len(groups) == len(set(groups)):
+            continue
+        if kind == "topic":
+            mixed_topic += 1
+        elif subject in group_of and groups.count(group_of[subject]) > 1:
+            mixed_subject += 1
+        else:
+            side_by_side += 1
+    both = (await (await conn.execute(DIGESTS_WITH_BOTH_VERSIONS, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
+    return {"digests": len(rows), "topic_digests_mixing_look_alikes": mixed_topic,
+            "look_alike_digests_holding_another": mixed_subject, "digests_holding_a_fact_and_its_successor": int(both),
+            "entity_digests_naming_look_alikes_side_by_side": side_by_side}
+
+
+async def _postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
+    """The postmaster serving `conn` (the parent of its backend)."""
+    backend = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]  # type: ignore[index]
+    parent = psutil.Process(backend).parent()
+    if parent is None:
+        raise RuntimeError("cannot find the postmaster of the benchmark's database")
+    return parent
+
+
+def _tree_cpu(root: psutil.Process) -> float:
+    """CPU seconds (user + system) of `root` and every process under it now (Postgres and its backends)."""
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 async def _flat(conn: psycopg.AsyncConnection, scope_id: Any, embedder: MiniLM, text: str,
@@ -187,12 +313,25 @@ async def _arm(call: Any, scope: str, data: agent_facts.AgentFacts, by_id: dict[
     return out
 
 
-async def _as_of_answers(call: Any, scope: str, data: agent_facts.AgentFacts) -> list[list[str]]:
+async def _brief_latency(call: Any, scope: str) -> dict[str, float]:
+    """The session brief of the consolidated scope, over the bus: p50/p95 of BRIEFS calls after a warm-up."""
+    times = []
+    for attempt in range(BRIEFS + 3):
+        started = time.perf_counter()
+        result = await call("consolidation", "brief", {"scope": scope})
+        if attempt >= 3:
+            times.append((time.perf_counter() - started) * 1000)
+        if not result["items"]:
+            raise RuntimeError(f"the brief of consolidated scope {scope} held no digest")
+    return latency_stats(times)
+
+
+async def _as_of_answers(call: Any, scope: str, data: agent_facts.AgentFacts, instant: int) -> list[list[str]]:
     """Rankings as of 30 days ago (before any gold fact was read or any run): must not move."""
     answers = []
     for _, text, _, _ in data.queries[:AS_OF_QUERIES]:
         result = await call("retrieval", "query_memory", {"query": text, "scope": scope, "top_k": 10,
-                                                          "as_of": int(time.time()) - 30 * 86400})
+                                                          "as_of": instant})
         answers.append([i["id"] for i in result["results"]])
     return answers
 
@@ -224,7 +363,8 @@ def _by_tier(answers: list[Answer], data: agent_facts.AgentFacts, by_id: dict[st
 
 def render_row(row: dict[str, Any]) -> str:
     lines = [f"distractors {row['distractors']}: gold tiers {row['gold_tiers']}; consolidation "
-             f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process"]
+             f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process; "
+             f"brief over the bus p50 {row['brief_ms']['p50']} ms, p95 {row['brief_ms']['p95']} ms"]
     for arm, figures in row["arms"].items():
         q = figures["quality"]
         line = (f"  {arm:<5} hit@10 {q['hit10']:.3f} [{q['hit10_ci95'][0]:.3f}, {q['hit10_ci95'][1]:.3f}]"
@@ -232,15 +372,19 @@ def render_row(row: dict[str, Any]) -> str:
                 f"  MRR@10 {q['mrr10']:.3f}")
         if "latency_ms" in figures:
             line += (f"  p50 {figures['latency_ms']['p50']} ms p95 {figures['latency_ms']['p95']} ms"
-                     f"  {figures['process_cpu_ms_per_query']} CPU-ms  {figures['tokens_per_recall']} tokens"
+                     f"  CPU-ms {figures['process_cpu_ms_per_query']} services + "
+                     f"{figures['postgres_cpu_ms_per_query']} Postgres  {figures['tokens_per_recall']} tokens"
                      f"  via digest {figures['via_digest_results']}")
         lines.append(line)
     lines.append(f"  hot arm recall@10 by gold tier: {row['hot_by_gold_tier']}")
     lines.append(f"  invariants: {row['invariants']}")
+    if "org" in row:
+        lines.append(f"  org history: {row['org']}")
+        lines.append(f"  probes: {row['probes']}")
     return "\n".join(lines)
 
 
 def render(report: dict[str, Any]) -> str:
     head = (f"agent-facts ({report['gold_facts']} facts, {report['queries']} queries) planted {report['gold_age_days']} "
-            "days old and never read, inside synthetic distractors")
+            f"days old and never read, inside synthetic distractors ({report.get('history', 'flat')} history)")
     return "\n".join([head, *(render_row(row) for row in report["rows"])])
