@@ -23,6 +23,7 @@ from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
 from echo_memory.libs.core.contracts.errors import TOOL_ERROR_META_KEY
+from echo_memory.libs.core.contracts.verbs import In, Out, Verb
 from echo_memory.libs.core.contracts.verbs import verb as verb_spec
 from echo_memory.libs.local.supervisor.ports import free_port
 from echo_memory.libs.server.bus.auth import settings_credentials
@@ -149,9 +150,17 @@ class EchoStack:
         """A bus request as the org's admin identity (what the CLI sends), by default with the verb's own time-out."""
         if timeout is None:
             timeout = float(getattr(self.settings.timeouts, verb_spec(service, verb).timeout))
-        return await BusClient(self._admin_broker).call(
+        return await BusClient(self._admin_broker).call_by_name(
             caller=access.admin_caller(self.org),
             service=service, verb=verb, args=args, timeout=timeout,
+        )
+
+    async def admin_request(self, verb: Verb[In, Out], args: In, timeout: float | None = None) -> Out:
+        """`admin_call` for a verb constant and its argument model: the verb's result model, or its typed error."""
+        if timeout is None:
+            timeout = float(getattr(self.settings.timeouts, verb.timeout))
+        return await BusClient(self._admin_broker).call(
+            verb, args, caller=access.admin_caller(self.org), timeout=timeout
         )
 
 

@@ -47,7 +47,7 @@ from echo_memory.services.edge.tools import TOOLS, ToolSpec, error_result
 # A broker that is never connected: TestNatsBroker answers in memory.
 _UNUSED_NATS = "nats://127.0.0.1:1"
 _EDGE = EdgeSettings()
-_TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
+_TOOLS: dict[str, ToolSpec[Any, Any]] = {spec.name: spec for spec in TOOLS}
 
 
 class Answers(Protocol):
@@ -71,7 +71,7 @@ class Routes:
 
     async def call(self, caller: Caller, service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         timeout = float(getattr(self.settings.timeouts, verb_spec(service, verb).timeout))
-        return await self.client.call(caller=caller, service=service, verb=verb, args=args, timeout=timeout)
+        return await self.client.call_by_name(caller=caller, service=service, verb=verb, args=args, timeout=timeout)
 
     async def admin_call(self, service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         return await self.call(access.admin_caller(self.org), service, verb, args)

@@ -25,13 +25,13 @@ from pgvector.psycopg import register_vector_async
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.bus import Caller, Request
 from echo_memory.libs.core.contracts.errors import from_info
-from echo_memory.libs.core.contracts.verbs import verb as verb_spec
+from echo_memory.libs.core.contracts.verbs import In, Out, Verb
 from echo_memory.libs.server.bus.broker import make_broker
 from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.service.context import ServiceContext
 from echo_memory.libs.server.service.registry import SERVICES, service_info
-from echo_memory.libs.server.service.routes import Route, answer, build_router
+from echo_memory.libs.server.service.routes import RouteEntry, answer, build_router
 from echo_memory.libs.server.store import access
 from echo_memory.libs.server.store.pool import OrgDatabases
 
@@ -86,7 +86,7 @@ class Handlers:
         self.conn = conn
         self.org = org
         self.settings = settings or Settings(org=org)
-        self._routes: dict[tuple[str, str], tuple[ServiceContext, Route]] = {}
+        self._routes: dict[tuple[str, str], tuple[ServiceContext, RouteEntry]] = {}
         databases = OneConnection(org, conn)
         for info in SERVICES:
             ctx = ServiceContext(
@@ -95,7 +95,7 @@ class Handlers:
             )
             module = importlib.import_module(info.module)
             for route in module.routes(ctx):
-                self._routes[(info.name, route.verb)] = (ctx, route)
+                self._routes[(info.name, route.verb.name)] = (ctx, route)
 
     def context(self, service: str) -> ServiceContext:
         """`service`'s context as its routes built it (its background parts are in `extra`)."""
@@ -103,7 +103,7 @@ class Handlers:
 
     async def call(self, caller: Caller, service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         ctx, route = self._routes[(service, verb)]
-        reply = await answer(ctx, verb_spec(service, verb), route, self.org, Request(caller=caller, args=args))
+        reply = await answer(ctx, route, self.org, Request(caller=caller, args=args))
         if reply.error is not None:
             raise from_info(reply.error)
         assert reply.result is not None
@@ -112,6 +112,14 @@ class Handlers:
     async def admin_call(self, service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         """A call as the org's admin identity (what the CLI sends)."""
         return await self.call(access.admin_caller(self.org), service, verb, args)
+
+    async def call_verb(self, caller: Caller, verb: Verb[In, Out], args: In) -> Out:
+        """`call` as `BusClient.call` makes it: the fields set on `args` sent, the result as `verb.output`.
+
+        Raises the verb's typed `EchoError`; pydantic's ValidationError if the result is not `verb.output`.
+        """
+        result = await self.call(caller, verb.service, verb.name, args.model_dump(mode="json", exclude_unset=True))
+        return verb.output.model_validate(result)
 
 
 @asynccontextmanager

@@ -23,8 +23,9 @@ from echo_memory.libs.core.contracts.consolidation import (
 )
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.identity import require_admin
+from echo_memory.libs.core.contracts.verbs import BRIEF, CONSOLIDATE, CONSOLIDATE_LOG, CONSOLIDATE_UNDO
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
-from echo_memory.libs.server.service.routes import Route
+from echo_memory.libs.server.service.routes import Route, Routes
 from echo_memory.services.consolidation import brief, runs
 from echo_memory.services.consolidation.scheduler import Scheduler
 
@@ -32,7 +33,7 @@ ACTION = "run, list or undo consolidation"
 REFUSALS = ("invalid_argument", "not_found", "scope_denied", "unauthenticated")
 
 
-def routes(ctx: ServiceContext) -> list[Route]:
+def routes(ctx: ServiceContext) -> Routes:
     if ctx.settings.consolidation.auto:
         scheduler = Scheduler(ctx)
         ctx.on_start = scheduler.run
@@ -40,10 +41,10 @@ def routes(ctx: ServiceContext) -> list[Route]:
     for outcome in runs.OUTCOMES:  # present from the start: a dashboard reads 0 rather than nothing
         ctx.metrics.consolidation.labels(outcome)
     return [
-        Route("consolidate", handle_consolidate, observe=_count_run(ctx)),
-        Route("consolidate_log", handle_log),
-        Route("consolidate_undo", handle_undo),
-        Route("brief", handle_brief),
+        Route(CONSOLIDATE, handle_consolidate, observe=_count_run(ctx)),
+        Route(CONSOLIDATE_LOG, handle_log),
+        Route(CONSOLIDATE_UNDO, handle_undo),
+        Route(BRIEF, handle_brief),
     ]
 
 

@@ -26,7 +26,17 @@ from starlette.routing import Route
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.identity import admin_caller
-from echo_memory.libs.core.contracts.verbs import verb
+from echo_memory.libs.core.contracts.parsing import parse_args
+from echo_memory.libs.core.contracts.verbs import (
+    DASHBOARD_GRAPH,
+    ENTITY_FACTS,
+    QUERY_MEMORY,
+    RECALL_COST,
+    WHY,
+    In,
+    Out,
+    Verb,
+)
 from echo_memory.libs.server.bus.broker import make_broker, stop_broker
 from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.services.dashboard import access
@@ -56,6 +66,18 @@ def _headers(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**SECURITY_HEADERS, **(extra or {})}
 
 
+async def call_json(bus: BusClient, settings: Settings, verb: Verb[In, Out], args: dict[str, Any]) -> dict[str, Any]:
+    """`verb`'s result as the page reads it (JSON), asked as the org's admin within the verb's time-out.
+
+    `args` come from a request's query or an earlier answer, so they are checked here against the
+    verb's model: InvalidArgument names each bad field, as the service would. Raises the typed
+    errors of `BusClient.call`.
+    """
+    timeout = float(getattr(settings.timeouts, verb.timeout))
+    result = await bus.call(verb, parse_args(verb.input, args), caller=admin_caller(settings.org), timeout=timeout)
+    return result.model_dump(mode="json")
+
+
 class Api:
     """The JSON endpoints; each one is one bus call (search and health at most two)."""
 
@@ -65,9 +87,8 @@ class Api:
         self.secret = secret
         self.caller = admin_caller(settings.org)
 
-    async def call(self, service: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        timeout = float(getattr(self.settings.timeouts, verb(service, name).timeout))
-        return await self.bus.call(caller=self.caller, service=service, verb=name, args=args, timeout=timeout)
+    async def call(self, verb: Verb[Any, Any], args: dict[str, Any]) -> dict[str, Any]:
+        return await call_json(self.bus, self.settings, verb, args)
 
     def routes(self) -> list[Route]:
         return [
@@ -121,13 +142,13 @@ class Api:
             args["cluster"] = request.query_params["cluster"]
         if request.query_params.get("detail_edges"):
             args["detail_edges"] = _int(request.query_params["detail_edges"])
-        return await self.call("audit", "dashboard_graph", args)
+        return await self.call(DASHBOARD_GRAPH, args)
 
     async def entity(self, request: Request) -> dict[str, Any]:
-        return await self.call("audit", "entity_facts", {**_filters(request), "entity_id": request.path_params["entity_id"]})
+        return await self.call(ENTITY_FACTS, {**_filters(request), "entity_id": request.path_params["entity_id"]})
 
     async def why(self, request: Request) -> dict[str, Any]:
-        return await self.call("audit", "why", {"fact_id": request.path_params["fact_id"]})
+        return await self.call(WHY, {"fact_id": request.path_params["fact_id"]})
 
     async def search(self, request: Request) -> dict[str, Any]:
         params = request.query_params
@@ -137,16 +158,18 @@ class Api:
                                 **({"scope": scopes} if scopes else {})}
         if params.get("as_of"):
             args["as_of"] = params["as_of"]
-        return await self.call("retrieval", "query_memory", args)
+        return await self.call(QUERY_MEMORY, args)
 
     async def recall_cost(self, request: Request) -> dict[str, Any]:
         args = {k: v for k, v in _filters(request).items() if k in ("scope", "agent", "since", "until", "include_demo")}
-        return await self.call("audit", "recall_cost", args)
+        return await self.call(RECALL_COST, args)
 
     async def health(self, request: Request) -> dict[str, Any]:
         scope = request.query_params.get("scope") or None
         result = await health_summary(self.bus, self.caller, self.settings, scope)
-        return {"available": False, "message": NOT_AVAILABLE} if result is None else {"available": True, "health": result}
+        if result is None:
+            return {"available": False, "message": NOT_AVAILABLE}
+        return {"available": True, "health": result.model_dump(mode="json")}
 
 
 def _filters(request: Request) -> dict[str, Any]:

@@ -6,11 +6,10 @@ instead of showing a figure nobody computed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.bus import Caller
-from echo_memory.libs.core.contracts.verbs import verb
+from echo_memory.libs.core.contracts.health import HealthInput, HealthResult
+from echo_memory.libs.core.contracts.verbs import HEALTH, verb
 from echo_memory.libs.server.bus.client import BusClient
 
 HEALTH_SERVICE = "audit"
@@ -27,13 +26,13 @@ def health_verb_exists() -> bool:
     return True
 
 
-async def health_summary(bus: BusClient, caller: Caller, settings: Settings, scope: str | None) -> dict[str, Any] | None:
-    """The health verb's result as a dict; None when this server has no health verb.
+async def health_summary(bus: BusClient, caller: Caller, settings: Settings, scope: str | None) -> HealthResult | None:
+    """The health verb's result; None when this server has no health verb.
 
     Raises what `BusClient.call` raises (a typed EchoError) when the verb exists but fails.
     """
     if not health_verb_exists():
         return None
-    timeout = float(getattr(settings.timeouts, verb(HEALTH_SERVICE, HEALTH_VERB).timeout))
-    args: dict[str, Any] = {"scope": scope} if scope else {}
-    return await bus.call(caller=caller, service=HEALTH_SERVICE, verb=HEALTH_VERB, args=args, timeout=timeout)
+    timeout = float(getattr(settings.timeouts, HEALTH.timeout))
+    args = HealthInput(scope=scope) if scope else HealthInput()
+    return await bus.call(HEALTH, args, caller=caller, timeout=timeout)

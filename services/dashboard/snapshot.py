@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from echo_memory.libs.core.config import Settings
-from echo_memory.libs.core.contracts.identity import admin_caller
-from echo_memory.libs.core.contracts.verbs import verb
+from echo_memory.libs.core.contracts.verbs import DASHBOARD_GRAPH, ENTITY_FACTS, RECALL_COST, Verb
 from echo_memory.libs.server.bus.client import BusClient
-from echo_memory.services.dashboard.app import static_file
+from echo_memory.services.dashboard.app import call_json, static_file
 
 # Bounds on what one file inlines: one bus call each, so a big graph neither takes minutes nor
 # yields a file a browser cannot open. The file says how many were left out.
@@ -51,21 +50,18 @@ async def snapshot_data(settings: Settings, bus: BusClient, scopes: list[str] | 
 
     Raises the verbs' typed errors (NotFound or ScopeDenied for a scope, Unavailable, BusTimeout).
     """
-    caller = admin_caller(settings.org)
-
-    async def call(service: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        timeout = float(getattr(settings.timeouts, verb(service, name).timeout))
-        return await bus.call(caller=caller, service=service, verb=name, args=args, timeout=timeout)
+    async def call(verb: Verb[Any, Any], args: dict[str, Any]) -> dict[str, Any]:
+        return await call_json(bus, settings, verb, args)
 
     filters: dict[str, Any] = {"scope": scopes} if scopes else {}
-    graph = await call("audit", "dashboard_graph", filters)
+    graph = await call(DASHBOARD_GRAPH, filters)
     # Every later answer describes the same instant as the graph, whatever is written meanwhile.
     pinned = {**filters, "as_of": graph["as_of"]}
     clusters: dict[str, Any] = {}
     if graph["view"] == "overview":
         largest = sorted(graph["clusters"], key=lambda c: (-c["edges"], c["id"]))[:SNAPSHOT_CLUSTERS]
         for cluster in largest:
-            clusters[cluster["id"]] = await call("audit", "dashboard_graph", {**pinned, "cluster": cluster["id"]})
+            clusters[cluster["id"]] = await call(DASHBOARD_GRAPH, {**pinned, "cluster": cluster["id"]})
     nodes: dict[str, dict[str, Any]] = {}
     for view in (graph, *clusters.values()):
         for node in view["nodes"]:
@@ -73,9 +69,8 @@ async def snapshot_data(settings: Settings, bus: BusClient, scopes: list[str] | 
     best = sorted(nodes.values(), key=lambda n: (-n["degree"], n["id"]))
     entities = {}
     for node in best[:SNAPSHOT_ENTITIES]:
-        entities[node["id"]] = await call("audit", "entity_facts",
-                                          {**pinned, "entity_id": node["id"], "limit": SNAPSHOT_ENTITY_FACTS})
-    recall = await call("audit", "recall_cost", filters)
+        entities[node["id"]] = await call(ENTITY_FACTS, {**pinned, "entity_id": node["id"], "limit": SNAPSHOT_ENTITY_FACTS})
+    recall = await call(RECALL_COST, filters)
     return {
         "taken_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "graph": graph, "clusters": clusters, "entities": entities, "recall_cost": recall,

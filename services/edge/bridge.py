@@ -21,7 +21,7 @@ from echo_memory.services.edge.instructions import SERVER_INSTRUCTIONS
 from echo_memory.services.edge.tools import TOOLS, ToolSpec, add_contract_tool
 
 
-def _forward(spec: ToolSpec, remote: Client):  # type: ignore[no-untyped-def]
+def _forward(spec: ToolSpec[Any, Any], remote: Client):  # type: ignore[no-untyped-def]
     async def tool(ctx: Context, **arguments: Any) -> mcp_types.CallToolResult:
         result = await remote.call_tool(spec.name, arguments)
         assert isinstance(result, mcp_types.CallToolResult)

@@ -16,11 +16,12 @@ from collections import OrderedDict
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
-from echo_memory.libs.core.contracts.admin import TokenVerifyResult
+from echo_memory.libs.core.contracts.admin import TokenVerifyInput
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import EchoError, RateLimited, Unauthenticated
 from echo_memory.libs.core.contracts.subjects import valid_org
 from echo_memory.libs.core.contracts.tokens import hash_token, org_of, well_formed
+from echo_memory.libs.core.contracts.verbs import TOKEN_VERIFY
 from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.services.edge.limits import RateLimiter
 
@@ -155,14 +156,9 @@ class BusTokenVerifier(TokenVerifier):
         if org is None or not valid_org(org) or not self.serves(org):
             return None
         self.bus_calls += 1
-        result = TokenVerifyResult.model_validate(
-            await self._bus.call(
-                caller=Caller(org=org, agent_id=EDGE_AGENT),
-                service="writes",
-                verb="token_verify",
-                args={"token_hash": digest},
-                timeout=self._timeout,
-            )
+        result = await self._bus.call(
+            TOKEN_VERIFY, TokenVerifyInput(token_hash=digest),
+            caller=Caller(org=org, agent_id=EDGE_AGENT), timeout=self._timeout,
         )
         if not result.valid or result.agent_id is None:
             return None

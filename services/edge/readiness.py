@@ -34,7 +34,7 @@ async def not_ready_reason(broker: NatsBroker, org: str, timeout: float = 1.0) -
 
 async def _answers(bus: BusClient, caller: Caller, service: str, verb: str, timeout: float) -> bool:
     try:
-        await bus.call(caller=caller, service=service, verb=verb, args=PROBE_ARGS, timeout=timeout)
+        await bus.call_by_name(caller=caller, service=service, verb=verb, args=PROBE_ARGS, timeout=timeout)
     except InvalidArgument:
         return True  # the expected refusal: the service is there and working
     except EchoError:

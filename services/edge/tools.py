@@ -11,7 +11,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
 
 import mcp_types
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -26,7 +26,22 @@ from echo_memory.libs.core.contracts.consolidation import BriefResult
 from echo_memory.libs.core.contracts.errors import TOOL_ERROR_META_KEY, EchoError, ErrorInfo
 from echo_memory.libs.core.contracts.framing import render_framed, render_recall, strip_delimiters
 from echo_memory.libs.core.contracts.parsing import parse_args
-from echo_memory.libs.core.contracts.verbs import Verb, verb
+from echo_memory.libs.core.contracts.query import QueryMemoryResult
+from echo_memory.libs.core.contracts.verbs import (
+    BRIEF,
+    GET_AUDIT_LOG,
+    MARK_DISTILLED,
+    MARK_INGESTED,
+    PENDING_DOCUMENTS,
+    PENDING_EPISODES,
+    QUERY_MEMORY,
+    RECORD_RECALL_SAVE,
+    TRACE_CAUSE,
+    WRITE_EPISODE,
+    In,
+    Out,
+    Verb,
+)
 from echo_memory.libs.core.contracts.write import WriteEpisodeResult
 from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.services.edge import instructions
@@ -59,37 +74,62 @@ def rate_key(caller: Caller) -> str:
 
 
 @dataclass(frozen=True)
-class ToolSpec:
-    """A tool: the bus verb it calls (its service, models and time-out) and what clients are told."""
+class ToolSpec(Generic[In, Out]):
+    """A tool: the bus verb it calls (its service, models and time-out), what clients are told, and
+    `render`, the text content a model reads for a result (the structured content is the result itself).
+    """
 
-    verb: Verb
+    verb: Verb[In, Out]
     description: str
     read_only: bool
+    render: Callable[[Out], str]
 
     @property
     def name(self) -> str:
         return self.verb.name
 
     @property
-    def input_model(self) -> type[BaseModel]:
+    def input_model(self) -> type[In]:
         return self.verb.input
 
     @property
-    def output_model(self) -> type[BaseModel]:
+    def output_model(self) -> type[Out]:
         return self.verb.output
 
 
-TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(verb("writes", "write_episode"), instructions.WRITE_EPISODE, read_only=False),
-    ToolSpec(verb("retrieval", "query_memory"), instructions.QUERY_MEMORY, read_only=True),
-    ToolSpec(verb("writes", "record_recall_save"), instructions.RECORD_RECALL_SAVE, read_only=False),
-    ToolSpec(verb("writes", "pending_documents"), instructions.PENDING_DOCUMENTS, read_only=True),
-    ToolSpec(verb("writes", "mark_ingested"), instructions.MARK_INGESTED, read_only=False),
-    ToolSpec(verb("writes", "pending_episodes"), instructions.PENDING_EPISODES, read_only=True),
-    ToolSpec(verb("writes", "mark_distilled"), instructions.MARK_DISTILLED, read_only=False),
-    ToolSpec(verb("causal", "trace_cause"), instructions.TRACE_CAUSE, read_only=True),
-    ToolSpec(verb("audit", "get_audit_log"), instructions.GET_AUDIT_LOG, read_only=True),
-    ToolSpec(verb("consolidation", "brief"), instructions.BRIEF, read_only=True),
+def json_text(result: BaseModel) -> str:
+    """Results that echo ids and the caller's own arguments: their JSON, as is."""
+    return result.model_dump_json(indent=2)
+
+
+def framed_text(result: BaseModel) -> str:
+    """Results that carry stored text: framed as recalled data, never as instructions."""
+    return render_framed(result.model_dump(mode="json"))
+
+
+def recall_text(result: QueryMemoryResult) -> str:
+    """query_memory's own numbered, framed rendering."""
+    return render_recall(result.model_dump(mode="json"))
+
+
+def brief_text(result: BriefResult) -> str:
+    """The brief as the consolidation service framed it."""
+    return result.text
+
+
+# Not annotated: a `tuple[ToolSpec[Any, Any], ...]` context would let mypy infer Any for each spec
+# and stop checking each renderer against its verb's result model.
+TOOLS = (
+    ToolSpec(WRITE_EPISODE, instructions.WRITE_EPISODE, read_only=False, render=json_text),
+    ToolSpec(QUERY_MEMORY, instructions.QUERY_MEMORY, read_only=True, render=recall_text),
+    ToolSpec(RECORD_RECALL_SAVE, instructions.RECORD_RECALL_SAVE, read_only=False, render=json_text),
+    ToolSpec(PENDING_DOCUMENTS, instructions.PENDING_DOCUMENTS, read_only=True, render=framed_text),
+    ToolSpec(MARK_INGESTED, instructions.MARK_INGESTED, read_only=False, render=json_text),
+    ToolSpec(PENDING_EPISODES, instructions.PENDING_EPISODES, read_only=True, render=framed_text),
+    ToolSpec(MARK_DISTILLED, instructions.MARK_DISTILLED, read_only=False, render=json_text),
+    ToolSpec(TRACE_CAUSE, instructions.TRACE_CAUSE, read_only=True, render=framed_text),
+    ToolSpec(GET_AUDIT_LOG, instructions.GET_AUDIT_LOG, read_only=True, render=framed_text),
+    ToolSpec(BRIEF, instructions.BRIEF, read_only=True, render=brief_text),
 )
 
 
@@ -102,7 +142,7 @@ class _RawArguments(ArgModelBase):
         return dict(self.model_extra or {})
 
 
-def error_result(error: EchoError, spec: ToolSpec | None = None) -> mcp_types.CallToolResult:
+def error_result(error: EchoError, spec: ToolSpec[Any, Any] | None = None) -> mcp_types.CallToolResult:
     """A tool error: the code, message and `retryable` as text and in `_meta`.
 
     Structured content must match the tool's output schema, so only write_episode carries it: its
@@ -141,9 +181,8 @@ def client_name(ctx: Context) -> str | None:
 
 
 def _make_tool(  # type: ignore[no-untyped-def]
-    spec: ToolSpec, bus: BusClient, timeouts: Timeouts, caller_of: CallerSource, guards: EdgeGuards
+    spec: ToolSpec[In, Out], bus: BusClient, timeouts: Timeouts, caller_of: CallerSource, guards: EdgeGuards
 ):
-    service = spec.verb.service
     timeout = float(getattr(timeouts, spec.verb.timeout))
     limits = guards.settings
 
@@ -160,47 +199,22 @@ def _make_tool(  # type: ignore[no-untyped-def]
             caller = caller_of(ctx)
             assert guards.limiter is not None
             guards.limiter.check(rate_key(caller))
-            if spec.name == "query_memory":
+            if spec.verb is QUERY_MEMORY:
                 # Result size is bounded here, whatever the caller asks.
                 arguments = cap_max_tokens(arguments, limits.default_max_tokens, limits.max_result_tokens)
             args = parse_args(spec.input_model, strip_delimiters(arguments))
-            result = await bus.call(
-                caller=caller,
-                service=service,
-                verb=spec.name,
-                args=args.model_dump(mode="json", exclude_unset=True),
-                timeout=timeout,
-            )
+            result = await bus.call(spec.verb, args, caller=caller, timeout=timeout)
         except EchoError as exc:
             return error_result(exc, spec)
-        return _success(spec, result)
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=spec.render(result))],
+            structured_content=result.model_dump(mode="json"),
+            is_error=False,
+        )
 
     tool.__name__ = spec.name
     tool.__doc__ = spec.description
     return tool
-
-
-# Tools whose results carry stored text: their TEXT content is framed as recalled data (query_memory
-# has its own numbered rendering); the rest echo ids and the caller's own arguments.
-FRAMED_TOOLS = frozenset({"trace_cause", "pending_documents", "pending_episodes", "get_audit_log"})
-
-
-def _success(spec: ToolSpec, result: dict[str, Any]) -> mcp_types.CallToolResult:
-    if spec.name == "query_memory":
-        text = render_recall(result)
-    elif spec.name == "brief":
-        text = BriefResult.model_validate(result).text  # framed by the consolidation service
-    elif spec.name in FRAMED_TOOLS:
-        text = render_framed(spec.output_model.model_validate(result).model_dump(mode="json"))
-    else:
-        text = _json_text(spec, result)
-    return mcp_types.CallToolResult(
-        content=[mcp_types.TextContent(type="text", text=text)], structured_content=result, is_error=False
-    )
-
-
-def _json_text(spec: ToolSpec, result: dict[str, Any]) -> str:
-    return spec.output_model.model_validate(result).model_dump_json(indent=2)
 
 
 def register_tools(
@@ -212,11 +226,12 @@ def register_tools(
 ) -> None:
     """Add all ten tools to `server`, with the contract models' schemas."""
     guards = guards or EdgeGuards()
-    for spec in TOOLS:
+    specs: tuple[ToolSpec[Any, Any], ...] = TOOLS
+    for spec in specs:
         add_contract_tool(server, spec, _make_tool(spec, bus, timeouts, caller_of, guards))
 
 
-def add_contract_tool(server: MCPServer, spec: ToolSpec, fn: Callable[..., Any]) -> None:
+def add_contract_tool(server: MCPServer, spec: ToolSpec[Any, Any], fn: Callable[..., Any]) -> None:
     """Register `fn` as `spec`'s tool, publishing the contract models' schemas and handing it raw arguments."""
     server.add_tool(
         fn,

@@ -4,19 +4,20 @@ their freshness. Its background task keeps the mirror in sync from the fact even
 from __future__ import annotations
 
 from echo_memory.libs.core.contracts.reindex import LexicalStatusInput, LexicalStatusResult, ReindexInput, ReindexResult
+from echo_memory.libs.core.contracts.verbs import LEXICAL_STATUS, REINDEX
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
-from echo_memory.libs.server.service.routes import Route
+from echo_memory.libs.server.service.routes import Route, Routes
 from echo_memory.services.reindex.mirror_consumer import GraphMirrorConsumer
 from echo_memory.services.reindex.rebuild import lexical_status, reindex
 
 
-def routes(ctx: ServiceContext) -> list[Route]:
+def routes(ctx: ServiceContext) -> Routes:
     # The model loads at the first re-embedding: freshness checks need only its name.
     mirror = GraphMirrorConsumer(ctx)
     ctx.on_start = mirror.run
     ctx.extra["graph_mirror"] = mirror
-    return [Route("reindex", handle_reindex), Route("lexical_status", handle_lexical_status)]
+    return [Route(REINDEX, handle_reindex), Route(LEXICAL_STATUS, handle_lexical_status)]
 
 
 async def handle_reindex(rc: RequestContext, args: ReindexInput) -> ReindexResult:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from echo_memory.libs.core.contracts.query import QueryMemoryInput, QueryMemoryResult
+from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
-from echo_memory.libs.server.service.routes import Route
+from echo_memory.libs.server.service.routes import Route, Routes
 from echo_memory.services.retrieval import recall_cost
 from echo_memory.services.retrieval.recall_cost import DumpCost
 from echo_memory.services.retrieval.search import query_memory
 
 
-def routes(ctx: ServiceContext) -> list[Route]:
+def routes(ctx: ServiceContext) -> Routes:
     ctx.model()  # queries are embedded: refuse to start without the model
     settings = ctx.settings.retrieval  # built once at the entry point (ECHO_MEMORY_RETRIEVAL__*)
 
@@ -26,4 +27,4 @@ def routes(ctx: ServiceContext) -> list[Route]:
         await recall_cost.record(rc.conn, rc.caller, result, dump, ctx.metrics)
         return result
 
-    return [Route("query_memory", handle_query_memory)]
+    return [Route(QUERY_MEMORY, handle_query_memory)]

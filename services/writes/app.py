@@ -15,8 +15,15 @@ from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.calibration import CalibrateInput, CalibrateResult
 from echo_memory.libs.core.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
 from echo_memory.libs.core.contracts.write import WriteEpisodeInput, WriteEpisodeResult
+from echo_memory.libs.core.contracts.verbs import (
+    ADD_CAUSAL_HINTS, CALIBRATE, CLEAR_POST_HOC, END_FACTS, ENTITY_DEFERRED, ENTITY_MERGE, ENTITY_RENAME,
+    ENTITY_UNMERGE, FORGET, FORGET_FINISH, FORGET_LOG, IMPORT_EPISODES, MARK_DISTILLED, MARK_INGESTED,
+    PENDING_DOCUMENTS, PENDING_EPISODES, RECORD_RECALL_SAVE, REGISTER_DOCUMENTS, SCOPE_CREATE, SCOPE_DELETE,
+    SCOPE_LIST, SCOPE_SHOW, STATUS, TOKEN_CREATE, TOKEN_GRANT, TOKEN_LIST, TOKEN_REVOKE, TOKEN_VERIFY,
+    UNHINTED_FACTS, WRITE_EPISODE,
+)
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
-from echo_memory.libs.server.service.routes import Route, on_connection
+from echo_memory.libs.server.service.routes import Route, Routes, on_connection
 from echo_memory.libs.server.telemetry import steps
 from echo_memory.services.writes import (
     admin,
@@ -35,43 +42,43 @@ from echo_memory.services.writes.episode import write_episode
 from echo_memory.services.writes.relay import OutboxRelay
 
 
-def routes(ctx: ServiceContext) -> list[Route]:
+def routes(ctx: ServiceContext) -> Routes:
     relay = OutboxRelay(ctx)
     ctx.on_start = relay.run
     ctx.extra["relay"] = relay
     ctx.model()  # the writes service embeds facts: refuse to start without the model
     changed = relay.kick
     return [
-        Route("write_episode", handle_write_episode, changed, observe=write_counter(ctx)),
-        Route("record_recall_save", on_connection(recall.record_recall_save), changed),
-        Route("register_documents", on_connection(documents.register_documents), changed),
-        Route("pending_documents", on_connection(documents.pending_documents)),
-        Route("mark_ingested", on_connection(documents.mark_ingested), changed),
-        Route("token_create", on_connection(admin.token_create)),
-        Route("token_verify", on_connection(admin.token_verify)),
-        Route("token_list", on_connection(admin.token_list)),
-        Route("token_revoke", on_connection(admin.token_revoke)),
-        Route("scope_create", on_connection(admin.scope_create)),
-        Route("token_grant", on_connection(admin.token_grant)),
-        Route("scope_list", on_connection(admin.scope_list)),
-        Route("scope_show", on_connection(admin.scope_show)),
-        Route("scope_delete", on_connection(admin.scope_delete)),
-        Route("status", on_connection(admin.status)),
-        Route("import_episodes", handle_import_episodes),
-        Route("calibrate", handle_calibrate),
-        Route("pending_episodes", on_connection(distil.pending_episodes)),
-        Route("mark_distilled", on_connection(distil.mark_distilled), changed),
-        Route("unhinted_facts", on_connection(post_hoc.unhinted_facts)),
-        Route("add_causal_hints", on_connection(post_hoc.add_causal_hints), changed),
-        Route("clear_post_hoc", on_connection(post_hoc.clear_post_hoc), changed),
-        Route("forget", on_connection(forget.forget)),
-        Route("forget_finish", forget.forget_finish),
-        Route("forget_log", on_connection(forget.forget_log)),
-        Route("entity_deferred", on_connection(identity_admin.entity_deferred)),
-        Route("entity_merge", on_connection(identity_admin.entity_merge)),
-        Route("entity_unmerge", on_connection(identity_admin.entity_unmerge)),
-        Route("entity_rename", on_connection(identity_admin.entity_rename)),
-        Route("end_facts", on_connection(end_facts.end_facts), changed),
+        Route(WRITE_EPISODE, handle_write_episode, changed, observe=write_counter(ctx)),
+        Route(RECORD_RECALL_SAVE, on_connection(recall.record_recall_save), changed),
+        Route(REGISTER_DOCUMENTS, on_connection(documents.register_documents), changed),
+        Route(PENDING_DOCUMENTS, on_connection(documents.pending_documents)),
+        Route(MARK_INGESTED, on_connection(documents.mark_ingested), changed),
+        Route(TOKEN_CREATE, on_connection(admin.token_create)),
+        Route(TOKEN_VERIFY, on_connection(admin.token_verify)),
+        Route(TOKEN_LIST, on_connection(admin.token_list)),
+        Route(TOKEN_REVOKE, on_connection(admin.token_revoke)),
+        Route(SCOPE_CREATE, on_connection(admin.scope_create)),
+        Route(TOKEN_GRANT, on_connection(admin.token_grant)),
+        Route(SCOPE_LIST, on_connection(admin.scope_list)),
+        Route(SCOPE_SHOW, on_connection(admin.scope_show)),
+        Route(SCOPE_DELETE, on_connection(admin.scope_delete)),
+        Route(STATUS, on_connection(admin.status)),
+        Route(IMPORT_EPISODES, handle_import_episodes),
+        Route(CALIBRATE, handle_calibrate),
+        Route(PENDING_EPISODES, on_connection(distil.pending_episodes)),
+        Route(MARK_DISTILLED, on_connection(distil.mark_distilled), changed),
+        Route(UNHINTED_FACTS, on_connection(post_hoc.unhinted_facts)),
+        Route(ADD_CAUSAL_HINTS, on_connection(post_hoc.add_causal_hints), changed),
+        Route(CLEAR_POST_HOC, on_connection(post_hoc.clear_post_hoc), changed),
+        Route(FORGET, on_connection(forget.forget)),
+        Route(FORGET_FINISH, forget.forget_finish),
+        Route(FORGET_LOG, on_connection(forget.forget_log)),
+        Route(ENTITY_DEFERRED, on_connection(identity_admin.entity_deferred)),
+        Route(ENTITY_MERGE, on_connection(identity_admin.entity_merge)),
+        Route(ENTITY_UNMERGE, on_connection(identity_admin.entity_unmerge)),
+        Route(ENTITY_RENAME, on_connection(identity_admin.entity_rename)),
+        Route(END_FACTS, on_connection(end_facts.end_facts), changed),
     ]
 
 

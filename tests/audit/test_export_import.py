@@ -161,7 +161,7 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     broker = make_broker(stack.nats_url)
     await broker.start()
     try:
-        traced = await BusClient(broker).call(
+        traced = await BusClient(broker).call_by_name(
             caller=Caller(org=target_org, agent_id="cursor", read_scopes=["shared"]), service="causal",
             verb="trace_cause", args={"topic": "Billing API"}, timeout=10)
     finally:

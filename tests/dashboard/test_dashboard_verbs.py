@@ -36,7 +36,7 @@ WHERE s.name = 'demo' AND f.t_valid <= %(at)s AND (f.t_invalid IS NULL OR f.t_in
 
 async def as_agent(stack: EchoStack, verb: str, args: dict[str, Any], read: list[str]) -> dict[str, Any]:
     caller = Caller(org=stack.org, agent_id="reader-bot", read_scopes=read, write_scopes=read)
-    return await BusClient(stack._admin_broker).call(caller=caller, service="audit", verb=verb, args=args, timeout=10)
+    return await BusClient(stack._admin_broker).call_by_name(caller=caller, service="audit", verb=verb, args=args, timeout=10)
 
 
 async def test_graph_clusters_islands_filters_and_history(stack: EchoStack, embedder: MiniLM, database_url: str) -> None:

@@ -58,7 +58,7 @@ async def test_writes_and_audit_give_the_same_answer_to_a_non_admin(
         before = conn.execute("SELECT (SELECT count(*) FROM tokens), (SELECT count(*) FROM scopes)").fetchone()
     for service, verb, args in ADMIN_VERBS:
         with pytest.raises(EchoError) as caught:
-            await bus.call(caller=who.model_copy(update={"org": stack.org}), service=service, verb=verb,
+            await bus.call_by_name(caller=who.model_copy(update={"org": stack.org}), service=service, verb=verb,
                            args=args, timeout=10)
         assert caught.value.code == "scope_denied", (service, verb)
         assert f"agent '{who.agent_id}' may not" in caught.value.message, (service, verb)

@@ -230,7 +230,7 @@ async def test_a_service_finds_an_org_in_the_registry_as_its_own_user(
     broker = make_broker(secured_bus.url, credentials=secured_bus.users["admin"])
     await broker.start()
     try:
-        status = await BusClient(broker).call(caller=admin_caller(other), service="writes", verb="status",
+        status = await BusClient(broker).call_by_name(caller=admin_caller(other), service="writes", verb="status",
                                               args={}, timeout=10)
         assert "schema_version" in status
     finally:

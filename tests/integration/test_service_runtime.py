@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,16 @@ import pytest
 from pydantic import BaseModel, SecretStr
 
 from echo_memory.libs.core.config import Settings, Workers
+from echo_memory.libs.core.contracts.audit import WhyResult
 from echo_memory.libs.core.contracts.bus import Caller, Reply
 from echo_memory.libs.core.contracts.consolidation import ConsolidateLogResult
 from echo_memory.libs.core.contracts.errors import Conflict, EchoError, Internal, InvalidArgument, Unavailable
-from echo_memory.libs.core.contracts.verbs import verbs_of
+from echo_memory.libs.core.contracts.verbs import WHY, verb, verbs_of
 from echo_memory.libs.local.supervisor.ports import free_port
 from echo_memory.libs.server.bus.broker import make_broker
 from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.libs.server.service.context import RequestContext
-from echo_memory.libs.server.service.routes import Route, check_routes, encode_reply
+from echo_memory.libs.server.service.routes import Route, Routes, check_routes, encode_reply
 from echo_memory.libs.server.service.runner import start_service
 from echo_memory.libs.testing import EchoStack, tool_error
 
@@ -45,16 +47,16 @@ async def _serve(database_url: str, nats_url: str, org: str, handler: Any, worke
     return await start_service(SERVICE, lambda ctx: _every_verb(handler), settings)
 
 
-def _every_verb(handler: Any) -> list[Route]:
+def _every_verb(handler: Any) -> Routes:
     """`handler` behind every verb of the borrowed service, as check_routes requires."""
-    return [Route(v.name, handler) for v in verbs_of(SERVICE)]
+    return [Route(v, handler) for v in verbs_of(SERVICE)]
 
 
 async def _call(nats_url: str, org: str, timeout: float = 10) -> dict[str, Any]:
     broker = make_broker(nats_url)
     await broker.start()
     try:
-        return await BusClient(broker).call(caller=_caller(org), service=SERVICE, verb=VERB, args={}, timeout=timeout)
+        return await BusClient(broker).call_by_name(caller=_caller(org), service=SERVICE, verb=VERB, args={}, timeout=timeout)
     finally:
         await broker.stop()
 
@@ -97,6 +99,21 @@ async def test_text_with_a_nul_character_is_the_callers_invalid_argument(
     running = await _serve(database_url, nats_url, org, handler)
     try:
         with pytest.raises(InvalidArgument, match="NUL"):
+            await _call(nats_url, org)
+    finally:
+        await running.stop()
+
+
+async def test_a_handler_that_answers_another_verbs_model_is_an_internal_error(
+    database_url: str, nats_url: str, org: str
+) -> None:
+    # mypy refuses such a route; this is the runtime's own check for a handler that slipped past it.
+    async def handler(rc: RequestContext, args: BaseModel) -> WhyResult:
+        return WhyResult.model_construct()
+
+    running = await _serve(database_url, nats_url, org, handler)
+    try:
+        with pytest.raises(Internal, match="answered WhyResult, not ConsolidateLogResult"):
             await _call(nats_url, org)
     finally:
         await running.stop()
@@ -151,8 +168,10 @@ def test_routes_that_disagree_with_the_verb_table_are_refused_at_start() -> None
         return ConsolidateLogResult(runs=[])
 
     check_routes(SERVICE, _every_verb(handler))
-    for routes in ([], _every_verb(handler)[1:], [*_every_verb(handler), Route(VERB, handler)],
-                   [*_every_verb(handler), Route("why", handler)]):
+    for routes in ([], _every_verb(handler)[1:], [*_every_verb(handler), Route(verb(SERVICE, VERB), handler)],
+                   [*_every_verb(handler), Route(WHY, handler)],
+                   # the right name, but a look-alike verb whose result model is not the table's
+                   [Route(replace(v, output=WhyResult), handler) for v in verbs_of(SERVICE)]):
         with pytest.raises(ValueError, match="verbs.py"):
             check_routes(SERVICE, routes)
 
@@ -208,9 +227,9 @@ async def test_reindex_loads_the_model_only_when_it_re_embeds(database_url: str,
     await broker.start()
     bus = BusClient(broker)
     try:
-        status = await bus.call(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
+        status = await bus.call_by_name(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
         assert status and running.ctx.embedder is None  # a freshness check needs only the model's name
-        await bus.call(caller=_caller(org), service="reindex", verb="reindex", args={"step": "embeddings"},
+        await bus.call_by_name(caller=_caller(org), service="reindex", verb="reindex", args={"step": "embeddings"},
                        timeout=120)
         assert running.ctx.embedder is not None
     finally:
@@ -227,13 +246,13 @@ async def test_reindex_keeps_answering_while_its_model_loads(database_url: str, 
     await broker.start()
     bus = BusClient(broker)
     try:
-        first = asyncio.create_task(bus.call(caller=_caller(org), service="reindex", verb="reindex",
+        first = asyncio.create_task(bus.call_by_name(caller=_caller(org), service="reindex", verb="reindex",
                                              args={"step": "embeddings"}, timeout=120))
         # Ask for freshness while the first re-embedding loads the model (0.3–1 s). A load on the
         # event loop would hold this answer until the model is in memory.
         while not running.ctx._loading.locked() and not first.done():
             await asyncio.sleep(0.005)
-        status = await bus.call(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
+        status = await bus.call_by_name(caller=_caller(org), service="reindex", verb="lexical_status", args={}, timeout=30)
         answered_while_loading = running.ctx.embedder is None
         await first
     finally:

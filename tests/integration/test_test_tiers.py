@@ -8,6 +8,8 @@ from pydantic import SecretStr
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.errors import Conflict, InvalidArgument, NotFound
+from echo_memory.libs.core.contracts.query import QueryMemoryInput
+from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.store import access
 from echo_memory.libs.testing.tiers import Handlers, rolled_back, routed
@@ -41,6 +43,9 @@ async def test_a_failed_call_rolls_back_only_itself(handlers: Handlers) -> None:
     assert await _facts(handlers) == 1
     found = await handlers.admin_call("retrieval", "query_memory", {"query": "where are invoices kept?"})
     assert found["results"][0]["text"] == EPISODE["facts"][0]["fact"]
+    typed = await handlers.call_verb(access.admin_caller(handlers.org), QUERY_MEMORY,
+                                     QueryMemoryInput(query="where are invoices kept?"))
+    assert typed.results[0].text == EPISODE["facts"][0]["fact"]
 
 
 async def test_arguments_are_parsed_and_refused_as_over_the_bus(handlers: Handlers) -> None:
@@ -65,10 +70,10 @@ async def test_routes_on_the_in_memory_broker_answer_typed(database_url: str, or
     async with routed("retrieval", settings, embedder=embedder, database_url=database_url) as bus:
         admin = access.admin_caller(org)
         with pytest.raises(InvalidArgument):
-            await bus.call(caller=admin, service="retrieval", verb="query_memory", args={"top_k": 1}, timeout=10)
-        empty = await bus.call(caller=admin, service="retrieval", verb="query_memory", args={"query": "x"}, timeout=30)
-        assert empty["results"] == []
+            await bus.call_by_name(caller=admin, service="retrieval", verb="query_memory", args={"top_k": 1}, timeout=10)
+        empty = await bus.call(QUERY_MEMORY, QueryMemoryInput(query="x"), caller=admin, timeout=30)
+        assert empty.results == []
         with pytest.raises(NotFound):  # a subject for an org this deployment does not serve
-            await bus.call(caller=access.admin_caller("t-unknown"), service="retrieval", verb="query_memory",
+            await bus.call_by_name(caller=access.admin_caller("t-unknown"), service="retrieval", verb="query_memory",
                            args={"query": "x"}, timeout=10)
     assert settings.database_url is None or isinstance(settings.database_url, SecretStr)

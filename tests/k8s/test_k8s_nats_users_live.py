@@ -323,7 +323,7 @@ async def test_services_and_edge_started_with_the_chart_credentials_answer_a_que
         broker = make_broker(chart_bus.url, credentials=chart_bus.credentials("operator"))
         await broker.start()
         try:
-            made = await BusClient(broker).call(caller=admin_caller(org), service="writes", verb="token_create",
+            made = await BusClient(broker).call_by_name(caller=admin_caller(org), service="writes", verb="token_create",
                                                 args={"agent_id": "agent-k8s"}, timeout=30)
         finally:
             await broker.stop()

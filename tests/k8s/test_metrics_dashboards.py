@@ -165,7 +165,7 @@ async def test_a_silent_service_is_counted_as_a_bus_timeout(nats_url: str, org: 
     metrics = EdgeMetrics()
     try:
         with pytest.raises(BusTimeout):
-            await BusClient(broker, on_error=metrics.bus_error).call(
+            await BusClient(broker, on_error=metrics.bus_error).call_by_name(
                 caller=admin_caller(org), service="causal", verb="trace_cause", args={}, timeout=0.3)
     finally:
         await broker.stop()

@@ -56,7 +56,7 @@ async def write_facts(stack: EchoStack, facts: list[tuple[str, str, str, str]], 
         broker = make_broker(stack.nats_url)
         await broker.start()
         try:
-            result = await BusClient(broker).call(caller=caller, service="writes", verb="write_episode", args=args,
+            result = await BusClient(broker).call_by_name(caller=caller, service="writes", verb="write_episode", args=args,
                                                   timeout=30)
         finally:
             await broker.stop()

@@ -49,7 +49,7 @@ class Bus:
                      write_scopes=caller.get("write", ["shared", "solo"]), tool="pytest")
         if isinstance(self.client, Handlers):
             return await self.client.call(who, "writes", verb, args)
-        return await self.client.call(caller=who, service="writes", verb=verb, args=args, timeout=30)
+        return await self.client.call_by_name(caller=who, service="writes", verb=verb, args=args, timeout=30)
 
 
 @pytest.fixture

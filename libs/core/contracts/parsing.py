@@ -16,8 +16,13 @@ def parse_args(model: type[ModelT], args: dict[str, Any]) -> ModelT:
     try:
         return model.model_validate(args)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            where = ".".join(str(part) for part in err["loc"]) or "arguments"
-            problems.append(f"{where}: {err['msg']}")
-        raise InvalidArgument("invalid arguments: " + "; ".join(problems)) from None
+        raise invalid_argument(exc) from None
+
+
+def invalid_argument(exc: ValidationError) -> InvalidArgument:
+    """The `InvalidArgument` a service would answer for arguments that failed validation with `exc`."""
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err["loc"]) or "arguments"
+        problems.append(f"{where}: {err['msg']}")
+    return InvalidArgument("invalid arguments: " + "; ".join(problems))

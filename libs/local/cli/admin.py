@@ -11,18 +11,28 @@ from pydantic import SecretStr
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.admin import (
-    ScopeCreateResult,
-    ScopeDeleteResult,
+    NoArgs,
+    ScopeCreateInput,
     ScopeListResult,
+    ScopeNameInput,
     ScopeShowResult,
-    TokenCreateResult,
-    TokenGrantResult,
+    TokenCreateInput,
+    TokenGrantInput,
     TokenInfo,
-    TokenListResult,
-    TokenRevokeResult,
+    TokenRevokeInput,
 )
 from echo_memory.libs.core.contracts.errors import EchoError
-from echo_memory.libs.local.connection import START_HINT, NotRunning, admin_call, nats_url
+from echo_memory.libs.core.contracts.verbs import (
+    SCOPE_CREATE,
+    SCOPE_DELETE,
+    SCOPE_LIST,
+    SCOPE_SHOW,
+    TOKEN_CREATE,
+    TOKEN_GRANT,
+    TOKEN_LIST,
+    TOKEN_REVOKE,
+)
+from echo_memory.libs.local.connection import START_HINT, NotRunning, admin_command, nats_url
 from echo_memory.libs.local.supervisor.bus_auth import process_credentials
 from echo_memory.libs.local.supervisor.follow import follow_supervisor_nats
 from echo_memory.libs.local.supervisor.postgres import EmbeddedPostgres
@@ -81,14 +91,6 @@ def _where(url: str) -> str:
     return f"{parts.get('host') or 'localhost'}:{parts.get('port') or 5432}"
 
 
-def _call(settings: Settings, service: str, verb: str, args: dict[str, object]) -> dict[str, object] | None:
-    try:
-        return eventloop.run(admin_call(settings, service, verb, args), use_uvloop=settings.uvloop)
-    except EchoError as exc:  # NotRunning and BusUnreachable among them
-        print(f"echo-memory: {exc.message}", file=sys.stderr)
-        return None
-
-
 def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -96,27 +98,25 @@ def _split(value: str) -> list[str]:
 def token(settings: Settings, args: argparse.Namespace) -> int:
     """`token create|list|grant|revoke`: 0 on success, 1 when the system refused or cannot be reached (the reason on stderr)."""
     if args.token_command == "create":
-        raw = _call(settings, "writes", "token_create",
-                    {"agent_id": args.agent, "read_scopes": _split(args.read), "write_scopes": _split(args.write)})
-        if raw is None:
+        created = admin_command(settings, TOKEN_CREATE, TokenCreateInput(
+            agent_id=args.agent, read_scopes=_split(args.read), write_scopes=_split(args.write)), "token create")
+        if created is None:
             return 1
-        created = TokenCreateResult.model_validate(raw)
         print(f"token for agent '{created.agent_id}' (id {created.token_id}); it is shown only once:")
         print(created.token)
         return 0
     if args.token_command == "list":
-        raw = _call(settings, "writes", "token_list", {})
-        if raw is None:
+        listed = admin_command(settings, TOKEN_LIST, NoArgs(), "token list")
+        if listed is None:
             return 1
-        for line in render_tokens(TokenListResult.model_validate(raw).tokens):
+        for line in render_tokens(listed.tokens):
             print(line)
         return 0
     if args.token_command == "grant":
-        raw = _call(settings, "writes", "token_grant", {"token_id": args.token_id, "read_scopes": _split(args.read),
-                                                        "write_scopes": _split(args.write)})
-        if raw is None:
+        granted = admin_command(settings, TOKEN_GRANT, TokenGrantInput(
+            token_id=args.token_id, read_scopes=_split(args.read), write_scopes=_split(args.write)), "token grant")
+        if granted is None:
             return 1
-        granted = TokenGrantResult.model_validate(raw)
         added = [f"read {', '.join(granted.added_read)}"] if granted.added_read else []
         added += [f"write {', '.join(granted.added_write)}"] if granted.added_write else []
         print(f"token {granted.token.token_id} (agent '{granted.token.agent_id}'): "
@@ -124,10 +124,11 @@ def token(settings: Settings, args: argparse.Namespace) -> int:
         print(f"it may read {','.join(granted.token.read_scopes) or 'nothing'} and write "
               f"{','.join(granted.token.write_scopes) or 'nothing'}; a running edge applies it within 30 s")
         return 0
-    raw = _call(settings, "writes", "token_revoke", {"token_id": args.token_id, "agent_id": args.agent})
-    if raw is None:
+    revoked = admin_command(settings, TOKEN_REVOKE, TokenRevokeInput(token_id=args.token_id, agent_id=args.agent),
+                            "token revoke")
+    if revoked is None:
         return 1
-    print(f"revoked {TokenRevokeResult.model_validate(raw).revoked} token(s)")
+    print(f"revoked {revoked.revoked} token(s)")
     return 0
 
 
@@ -152,34 +153,33 @@ def forget_pointer(name: str) -> str:
 def scope(settings: Settings, args: argparse.Namespace) -> int:
     """`scope create|list|show|delete`: 0 on success, 1 when the system refused or cannot be reached (the reason on stderr)."""
     if args.scope_command == "create":
-        raw = _call(settings, "writes", "scope_create", {"name": args.name, "description": args.description})
-        if raw is None:
+        result = admin_command(settings, SCOPE_CREATE, ScopeCreateInput(name=args.name, description=args.description),
+                               "scope create")
+        if result is None:
             return 1
-        result = ScopeCreateResult.model_validate(raw)
         print(f"scope '{result.name}' " + ("created" if result.created else "already exists"))
         return 0
     if args.scope_command == "list":
-        raw = _call(settings, "writes", "scope_list", {})
-        if raw is None:
+        scopes = admin_command(settings, SCOPE_LIST, NoArgs(), "scope list")
+        if scopes is None:
             return 1
-        for line in render_scopes(ScopeListResult.model_validate(raw)):
+        for line in render_scopes(scopes):
             print(line)
         return 0
     if args.scope_command == "show":
-        raw = _call(settings, "writes", "scope_show", {"name": args.name})
-        if raw is None:
+        shown = admin_command(settings, SCOPE_SHOW, ScopeNameInput(name=args.name), "scope show")
+        if shown is None:
             return 1
-        for line in render_scope(ScopeShowResult.model_validate(raw)):
+        for line in render_scope(shown):
             print(line)
         return 0
     if args.erase:
         # Erasure has one path, with its own confirmation; this command never erases.
         print(f"echo-memory scope delete: --erase does not erase; {forget_pointer(args.name)}", file=sys.stderr)
         return 1
-    raw = _call(settings, "writes", "scope_delete", {"name": args.name})
-    if raw is None:
+    deleted = admin_command(settings, SCOPE_DELETE, ScopeNameInput(name=args.name), "scope delete")
+    if deleted is None:
         return 1
-    deleted = ScopeDeleteResult.model_validate(raw)
     print(f"scope '{deleted.name}' deleted" + (f"; its name was taken out of {deleted.tokens_updated} token(s)' grants"
                                                 if deleted.tokens_updated else ""))
     return 0

@@ -88,7 +88,7 @@ async def admin_session(settings: Settings) -> AsyncIterator[Call]:
         caller = admin_caller(settings.org)
 
         async def call(service: str, verb: str, args: dict[str, Any], timeout: float) -> dict[str, Any]:
-            return await client.call(caller=caller, service=service, verb=verb, args=args, timeout=timeout)
+            return await client.call_by_name(caller=caller, service=service, verb=verb, args=args, timeout=timeout)
 
         yield call
 

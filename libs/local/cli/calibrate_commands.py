@@ -10,15 +10,13 @@ govern writes, and only when the interval excludes chance.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from echo_memory.libs.core.config import Settings
-from echo_memory.libs.core.contracts.calibration import CalibrateResult, CalibrationFigures
-from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.calibration import CalibrateInput, CalibrationFigures
+from echo_memory.libs.core.contracts.verbs import CALIBRATE
 from echo_memory.libs.local.cli.output import print_json
-from echo_memory.libs.local.connection import admin_call
-from echo_memory.libs.server import eventloop
+from echo_memory.libs.local.connection import admin_command
 
 
 def register(sub: Any) -> None:
@@ -32,13 +30,9 @@ def register(sub: Any) -> None:
 
 def calibrate(settings: Settings, args: argparse.Namespace) -> int:
     """Prints the figures and exits 0; 1 with one line on stderr when the system is down or refuses."""
-    try:
-        raw = eventloop.run(admin_call(settings, "writes", "calibrate", {"apply": args.apply, "rounds": args.rounds}),
-                            use_uvloop=settings.uvloop)
-    except EchoError as exc:
-        print(f"echo-memory calibrate: {exc.code}: {exc.message}", file=sys.stderr)
+    result = admin_command(settings, CALIBRATE, CalibrateInput(apply=args.apply, rounds=args.rounds), "calibrate")
+    if result is None:
         return 1
-    result = CalibrateResult.model_validate(raw)
     if args.json:
         print_json(result)
         return 0

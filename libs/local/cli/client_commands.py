@@ -94,21 +94,23 @@ def _connection(settings: Settings, project: Path | None = None):  # type: ignor
 
 
 async def _issue(settings: Settings, agent_id: str) -> tuple[str, str]:
-    from echo_memory.libs.core.contracts.admin import TokenCreateResult
+    from echo_memory.libs.core.contracts.admin import TokenCreateInput
+    from echo_memory.libs.core.contracts.verbs import TOKEN_CREATE
     from echo_memory.libs.local.connection import admin_call
     from echo_memory.libs.server.store.access import DEFAULT_GRANTS
 
-    raw = await admin_call(settings, "writes", "token_create",
-                           {"agent_id": agent_id, "read_scopes": list(DEFAULT_GRANTS), "write_scopes": list(DEFAULT_GRANTS)})
-    created = TokenCreateResult.model_validate(raw)
+    request = TokenCreateInput(agent_id=agent_id, read_scopes=list(DEFAULT_GRANTS), write_scopes=list(DEFAULT_GRANTS))
+    created = await admin_call(settings, TOKEN_CREATE, request)
     return created.token, created.token_id
 
 
 async def _revoke(settings: Settings, token_ids: list[str]) -> None:
+    from echo_memory.libs.core.contracts.admin import TokenRevokeInput
+    from echo_memory.libs.core.contracts.verbs import TOKEN_REVOKE
     from echo_memory.libs.local.connection import admin_call
 
     for token_id in token_ids:
-        await admin_call(settings, "writes", "token_revoke", {"token_id": token_id})
+        await admin_call(settings, TOKEN_REVOKE, TokenRevokeInput(token_id=token_id))
 
 
 def _revoke_unwritten(settings: Settings, issued: list[str]) -> None:
@@ -119,16 +121,15 @@ def _revoke_unwritten(settings: Settings, issued: list[str]) -> None:
 
 async def _revoke_token(settings: Settings, token: str) -> str:
     """Revoke `token` on the local system; returns what happened, as a sentence part."""
-    from echo_memory.libs.core.contracts.admin import TokenVerifyResult
+    from echo_memory.libs.core.contracts.admin import TokenRevokeInput, TokenVerifyInput
     from echo_memory.libs.core.contracts.tokens import hash_token
+    from echo_memory.libs.core.contracts.verbs import TOKEN_REVOKE, TOKEN_VERIFY
     from echo_memory.libs.local.connection import admin_call
 
-    verified = TokenVerifyResult.model_validate(
-        await admin_call(settings, "writes", "token_verify", {"token_hash": hash_token(token)})
-    )
+    verified = await admin_call(settings, TOKEN_VERIFY, TokenVerifyInput(token_hash=hash_token(token)))
     if not verified.valid or verified.token_id is None:
         return "was already invalid here"
-    await admin_call(settings, "writes", "token_revoke", {"token_id": verified.token_id})
+    await admin_call(settings, TOKEN_REVOKE, TokenRevokeInput(token_id=verified.token_id))
     return f"was revoked (token id {verified.token_id})"
 
 

@@ -14,15 +14,15 @@ from typing import Any
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.consolidation import (
-    BriefResult,
-    ConsolidateLogResult,
-    ConsolidateResult,
-    ConsolidateUndoResult,
+    BriefInput,
+    ConsolidateInput,
+    ConsolidateLogInput,
+    ConsolidateUndoInput,
     TierCounts,
 )
-from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.verbs import BRIEF, CONSOLIDATE, CONSOLIDATE_LOG, CONSOLIDATE_UNDO
 from echo_memory.libs.local.cli.output import print_json
-from echo_memory.libs.local.connection import admin_call
+from echo_memory.libs.local.connection import admin_command
 from echo_memory.libs.server import eventloop
 
 
@@ -51,14 +51,6 @@ def register(sub: Any) -> None:
     register_benchmark(sub)
 
 
-def _call(settings: Settings, verb: str, args: dict[str, Any], command: str) -> dict[str, Any] | None:
-    try:
-        return eventloop.run(admin_call(settings, "consolidation", verb, args), use_uvloop=settings.uvloop)
-    except EchoError as exc:
-        print(f"echo-memory {command}: {exc.code}: {exc.message}", file=sys.stderr)
-        return None
-
-
 def _counts_line(c: TierCounts) -> str:
     return (f"hot {c.hot}, consolidated {c.consolidated}, archived {c.archived}; "
             f"{c.promoted} promoted, {c.demoted} demoted, {c.unchanged} unchanged, {c.placed} placed for the first time; "
@@ -68,10 +60,10 @@ def _counts_line(c: TierCounts) -> str:
 
 def consolidate(settings: Settings, args: argparse.Namespace) -> int:
     """Prints one line per scope run (or the JSON); exit 1 with one line on stderr when refused or down."""
-    raw = _call(settings, "consolidate", {"scope": args.scope, "dry_run": args.dry_run}, "consolidate")
-    if raw is None:
+    result = admin_command(settings, CONSOLIDATE, ConsolidateInput(scope=args.scope, dry_run=args.dry_run),
+                           "consolidate")
+    if result is None:
         return 1
-    result = ConsolidateResult.model_validate(raw)
     if args.json:
         print_json(result)
         return 0
@@ -87,10 +79,10 @@ def consolidate(settings: Settings, args: argparse.Namespace) -> int:
 
 def consolidate_log(settings: Settings, args: argparse.Namespace) -> int:
     """Prints the newest runs, or `no consolidation runs yet`."""
-    raw = _call(settings, "consolidate_log", {"scope": args.scope, "limit": args.limit}, "consolidate log")
-    if raw is None:
+    result = admin_command(settings, CONSOLIDATE_LOG, ConsolidateLogInput(scope=args.scope, limit=args.limit),
+                           "consolidate log")
+    if result is None:
         return 1
-    result = ConsolidateLogResult.model_validate(raw)
     if args.json:
         print_json(result)
         return 0
@@ -104,10 +96,9 @@ def consolidate_log(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def consolidate_undo(settings: Settings, args: argparse.Namespace) -> int:
-    raw = _call(settings, "consolidate_undo", {"run_id": args.run_id}, "consolidate undo")
-    if raw is None:
+    result = admin_command(settings, CONSOLIDATE_UNDO, ConsolidateUndoInput(run_id=args.run_id), "consolidate undo")
+    if result is None:
         return 1
-    result = ConsolidateUndoResult.model_validate(raw)
     print(f"run {result.run_id} undone: {result.reverted} facts back in their earlier tier, {result.skipped} left "
           f"where a later run put them; {result.digests_reverted} digest versions ended, "
           f"{result.digests_reopened} reopened")
@@ -116,13 +107,10 @@ def consolidate_undo(settings: Settings, args: argparse.Namespace) -> int:
 
 def print_brief(settings: Settings, args: argparse.Namespace) -> int:
     """Prints the framed brief (or a note saying why it is empty)."""
-    payload: dict[str, Any] = {"project": args.project, "max_tokens": args.max_tokens}
-    if args.scope:
-        payload["scope"] = args.scope
-    raw = _call(settings, "brief", payload, "brief")
-    if raw is None:
+    request = BriefInput(project=args.project, max_tokens=args.max_tokens, scope=args.scope or None)
+    result = admin_command(settings, BRIEF, request, "brief")
+    if result is None:
         return 1
-    result = BriefResult.model_validate(raw)
     if args.json:
         print_json(result)
         return 0

@@ -20,9 +20,12 @@ from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.documents import (
     MAX_DOCUMENT_BYTES,
     MAX_DOCUMENTS_PER_CALL,
-    RegisterDocumentsResult,
+    RegisterDocumentsInput,
+    RegisteredDocument,
 )
 from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.parsing import parse_args
+from echo_memory.libs.core.contracts.verbs import REGISTER_DOCUMENTS
 from echo_memory.libs.local.clients import ConfigError, user_text
 from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
@@ -144,11 +147,12 @@ def docs_sync(settings: Settings, args: argparse.Namespace) -> int:
     return 1 if tally.get("refused") or skipped else 0
 
 
-async def _register(settings: Settings, project: str, documents: list[dict[str, str]]) -> list[Any]:
+async def _register(settings: Settings, project: str, documents: list[dict[str, str]]) -> list[RegisteredDocument]:
     results = []
     for batch in _batches(documents):
-        raw = await admin_call(settings, "writes", "register_documents", {"project": project, "documents": batch})
-        results.extend(RegisterDocumentsResult.model_validate(raw).documents)
+        # Files on disk, not a person's typed arguments: refused as the service would refuse them.
+        request = parse_args(RegisterDocumentsInput, {"project": project, "documents": batch})
+        results.extend((await admin_call(settings, REGISTER_DOCUMENTS, request)).documents)
     return results
 
 

@@ -9,22 +9,20 @@ tool acting as the admin reach the same code. A merge is a redirect, never an ed
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from pydantic import BaseModel
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.entities import (
-    EntityDeferredResult,
-    EntityMergeResult,
-    EntityRenameResult,
-    EntityUnmergeResult,
+    EntityDeferredInput,
+    EntityMergeInput,
+    EntityRenameInput,
+    EntityUnmergeInput,
 )
-from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.verbs import ENTITY_DEFERRED, ENTITY_MERGE, ENTITY_RENAME, ENTITY_UNMERGE
 from echo_memory.libs.local.cli.output import print_json
-from echo_memory.libs.local.connection import admin_call
-from echo_memory.libs.server import eventloop
+from echo_memory.libs.local.connection import admin_command
 
 
 def register(sub: Any) -> None:
@@ -62,10 +60,10 @@ def register(sub: Any) -> None:
 
 def deferred(settings: Settings, args: argparse.Namespace) -> int:
     """Prints each waiting mention with its candidates, or that none wait; exit 1 with one line on an error."""
-    result = _call(settings, "entity_deferred", {"scope": args.scope, "limit": args.limit}, "list")
-    if result is None:
+    found = admin_command(settings, ENTITY_DEFERRED, EntityDeferredInput(scope=args.scope, limit=args.limit),
+                          "entities list")
+    if found is None:
         return 1
-    found = EntityDeferredResult.model_validate(result)
     if _json(args, found):
         return 0
     if not found.deferred:
@@ -83,11 +81,10 @@ def deferred(settings: Settings, args: argparse.Namespace) -> int:
 
 def merge_entities(settings: Settings, args: argparse.Namespace) -> int:
     """Prints what was merged and how many facts follow; exit 1 with one line when refused."""
-    result = _call(settings, "entity_merge", {"keep": args.keep, "absorb": args.absorb, "scope": args.scope,
-                                              "reason": args.reason}, "merge")
-    if result is None:
+    request = EntityMergeInput(keep=args.keep, absorb=args.absorb, scope=args.scope, reason=args.reason)
+    merged = admin_command(settings, ENTITY_MERGE, request, "entities merge")
+    if merged is None:
         return 1
-    merged = EntityMergeResult.model_validate(result)
     if not _json(args, merged):
         print(f"merged {merged.absorbed.name!r} into {merged.surviving.name!r} (scope {merged.surviving.scope}, "
               f"merge {merged.merge_id}): {merged.facts_following} facts in force now answer as "
@@ -98,11 +95,10 @@ def merge_entities(settings: Settings, args: argparse.Namespace) -> int:
 
 def unmerge_entities(settings: Settings, args: argparse.Namespace) -> int:
     """Prints the entity given back and how many facts returned to it; exit 1 with one line when refused."""
-    result = _call(settings, "entity_unmerge", {"entity": args.entity, "alias": args.alias, "scope": args.scope,
-                                                "reason": args.reason}, "unmerge")
-    if result is None:
+    request = EntityUnmergeInput(entity=args.entity, alias=args.alias, scope=args.scope, reason=args.reason)
+    undone = admin_command(settings, ENTITY_UNMERGE, request, "entities unmerge")
+    if undone is None:
         return 1
-    undone = EntityUnmergeResult.model_validate(result)
     if not _json(args, undone):
         print(f"{undone.restored.name!r} is its own entity again (out of {undone.entity.name!r}, merge "
               f"{undone.merge_id} undone): {undone.facts_returned} facts in force answer as it")
@@ -111,25 +107,15 @@ def unmerge_entities(settings: Settings, args: argparse.Namespace) -> int:
 
 def rename_entity(settings: Settings, args: argparse.Namespace) -> int:
     """Prints the new name and the aliases; exit 1 with one line when refused."""
-    result = _call(settings, "entity_rename", {"entity": args.entity, "new_name": args.new_name,
-                                               "scope": args.scope, "reason": args.reason}, "rename")
-    if result is None:
+    request = EntityRenameInput(entity=args.entity, new_name=args.new_name, scope=args.scope, reason=args.reason)
+    renamed = admin_command(settings, ENTITY_RENAME, request, "entities rename")
+    if renamed is None:
         return 1
-    renamed = EntityRenameResult.model_validate(result)
     if not _json(args, renamed):
         aliases = ", ".join(repr(a) for a in renamed.aliases) or "none"
         print(f"renamed {renamed.old_name!r} to {renamed.entity.name!r} (scope {renamed.entity.scope}); "
               f"aliases: {aliases}")
     return 0
-
-
-def _call(settings: Settings, verb: str, body: dict[str, Any], what: str) -> dict[str, Any] | None:
-    """The verb's result, or None after printing its typed error on stderr."""
-    try:
-        return eventloop.run(admin_call(settings, "writes", verb, body), use_uvloop=settings.uvloop)
-    except EchoError as exc:
-        print(f"echo-memory entities {what}: {exc.code}: {exc.message}", file=sys.stderr)
-        return None
 
 
 def _json(args: argparse.Namespace, result: BaseModel) -> bool:

@@ -16,7 +16,14 @@ from typing import Any
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.errors import EchoError
-from echo_memory.libs.core.contracts.forget import ForgetFinishResult, ForgetLogResult, ForgetResult
+from echo_memory.libs.core.contracts.forget import (
+    ForgetFinishInput,
+    ForgetFinishResult,
+    ForgetInput,
+    ForgetLogInput,
+    ForgetResult,
+)
+from echo_memory.libs.core.contracts.verbs import FORGET, FORGET_FINISH, FORGET_LOG
 from echo_memory.libs.local.cli.output import print_json
 from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.server import eventloop
@@ -53,7 +60,7 @@ def forget(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _forget(settings: Settings, args: argparse.Namespace) -> int:
     if args.log:
-        log = ForgetLogResult.model_validate(await admin_call(settings, "writes", "forget_log", {}))
+        log = await admin_call(settings, FORGET_LOG, ForgetLogInput())
         if args.json:
             print_json(log)
             return 0
@@ -66,22 +73,16 @@ async def _forget(settings: Settings, args: argparse.Namespace) -> int:
                   f"{'' if e.finished_at else ' (not finished: run forget --finish ID)'}")
         return 0
     if args.finish:
-        done = ForgetFinishResult.model_validate(
-            await admin_call(settings, "writes", "forget_finish", {"erasure_id": args.finish}))
+        done = await admin_call(settings, FORGET_FINISH, ForgetFinishInput(erasure_id=args.finish))
         print(json.dumps(done.model_dump(mode="json"), indent=2) if args.json else
               f"vacuumed {len(done.vacuumed)} tables; event stream: {done.stream}")
         return 0
-    request: dict[str, Any] = {"confirm": args.confirm, "reason": args.reason, "ref": args.ref, "by": args.by,
-                               "in_scope": args.in_scope}
-    for key, value in (("fact_id", args.fact), ("entity", args.entity), ("scope", args.scope),
-                       ("search", args.search)):
-        if value is not None:
-            request[key] = value
-    result = ForgetResult.model_validate(await admin_call(settings, "writes", "forget", request))
+    request = ForgetInput(confirm=args.confirm, reason=args.reason, ref=args.ref, by=args.by, in_scope=args.in_scope,
+                          fact_id=args.fact, entity=args.entity, scope=args.scope, search=args.search)
+    result = await admin_call(settings, FORGET, request)
     finished: ForgetFinishResult | None = None
     if result.erasure_id is not None:
-        finished = ForgetFinishResult.model_validate(
-            await admin_call(settings, "writes", "forget_finish", {"erasure_id": result.erasure_id}))
+        finished = await admin_call(settings, FORGET_FINISH, ForgetFinishInput(erasure_id=result.erasure_id))
     if args.json:
         print(json.dumps({"forget": result.model_dump(mode="json"),
                           "finish": finished.model_dump(mode="json") if finished else None}, indent=2))

@@ -6,12 +6,10 @@ is documented in docs/health.md.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from echo_memory.libs.core.config import Settings
-from echo_memory.libs.core.contracts.health import HealthResult
-from echo_memory.libs.server import eventloop
+from echo_memory.libs.core.contracts.health import HealthInput, HealthResult
 
 
 def register(sub: Any) -> None:
@@ -26,18 +24,13 @@ def register(sub: Any) -> None:
 
 def _health(settings: Settings, args: Any) -> int:
     """Print the report (or its JSON); exit 0 whatever the score, 1 when the system cannot answer."""
-    from echo_memory.libs.core.contracts.errors import EchoError
-    from echo_memory.libs.local.connection import admin_call
+    from echo_memory.libs.core.contracts.verbs import HEALTH
+    from echo_memory.libs.local.connection import admin_command
 
-    body: dict[str, Any] = {"window_days": args.days, "include_demo": args.include_demo}
-    if args.scope:
-        body["scope"] = args.scope
-    try:
-        answer = eventloop.run(admin_call(settings, "audit", "health", body), use_uvloop=settings.uvloop)
-    except EchoError as exc:
-        print(f"echo-memory health: {exc.code}: {exc.message}", file=sys.stderr)
+    request = HealthInput(window_days=args.days, include_demo=args.include_demo, scope=args.scope or None)
+    result = admin_command(settings, HEALTH, request, "health")
+    if result is None:
         return 1
-    result = HealthResult.model_validate(answer)
     print(result.model_dump_json(indent=2) if args.json else render(result))
     return 0
 

@@ -136,7 +136,7 @@ def _sender(client: Any, settings: Settings, scope: str | None) -> Send:
         caller = Caller(org=settings.org, agent_id=source, read_scopes=[], write_scopes=[scope or "shared"],
                         tool=IMPORT_TOOL)
         args: dict[str, Any] = {"episodes": episodes, **({"scope": scope} if scope else {})}
-        result: dict[str, Any] = await client.call(caller=caller, service="writes", verb="import_episodes",
+        result: dict[str, Any] = await client.call_by_name(caller=caller, service="writes", verb="import_episodes",
                                                    args=args, timeout=settings.timeouts.bulk)
         return result
 

@@ -152,6 +152,9 @@ def episode_of(turn: dict[str, Any]) -> dict[str, Any]:
 async def _store_turn(settings: Settings, turn: dict[str, Any]) -> str:
     from echo_memory.libs.core.contracts.bus import Caller
     from echo_memory.libs.core.contracts.identity import DEFAULT_GRANTS
+    from echo_memory.libs.core.contracts.imports import ImportEpisodesInput
+    from echo_memory.libs.core.contracts.parsing import parse_args
+    from echo_memory.libs.core.contracts.verbs import IMPORT_EPISODES
     from echo_memory.libs.local.connection import bus_session, verb_timeout
     from echo_memory.libs.server.bus.client import BusClient
 
@@ -161,9 +164,10 @@ async def _store_turn(settings: Settings, turn: dict[str, Any]) -> str:
     # The CLI on the host acts for the client's agent id, as its own token would; provenance stays per client.
     caller = Caller(org=settings.org, agent_id=client, tool=client, read_scopes=list(DEFAULT_GRANTS),
                     write_scopes=list(DEFAULT_GRANTS))
+    # The turn file is data another process wrote: refused as the service would refuse it.
+    request = parse_args(ImportEpisodesInput, {"episodes": [episode_of(turn)]})
     async with bus_session(settings) as broker:
         answer = await BusClient(broker).call(
-            caller=caller, service="writes", verb="import_episodes", args={"episodes": [episode_of(turn)]},
-            timeout=verb_timeout(settings, "writes", "import_episodes"),
+            IMPORT_EPISODES, request, caller=caller, timeout=verb_timeout(settings, IMPORT_EPISODES)
         )
-    return str(answer["episode_ids"][0])
+    return answer.episode_ids[0]

@@ -98,7 +98,7 @@ def sender(client: Any, settings: Settings, source: str, scope: str | None) -> S
         # written by the source's agent, and that is the provenance the store keeps.
         caller = Caller(org=settings.org, agent_id=agent, read_scopes=[scope or "shared"],
                         write_scopes=[scope or "shared"], tool=tool_of(source))
-        result: dict[str, Any] = await client.call(caller=caller, service="writes", verb=verb, args=args,
+        result: dict[str, Any] = await client.call_by_name(caller=caller, service="writes", verb=verb, args=args,
                                                    timeout=settings.timeouts.write)
         return result
 

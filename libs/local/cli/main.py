@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from echo_memory.libs.core.config import load_settings, settings_problems
     from echo_memory.libs.core.contracts.errors import EchoError
+    from echo_memory.libs.core.contracts.parsing import invalid_argument
 
     args = build_parser(words[0] if words else None).parse_args(words)
     prefix = f"echo-memory {args.command}"
@@ -97,6 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return PIPE_CLOSED
     except EchoError as exc:  # NotRunning and BusUnreachable among them
         print(f"{prefix}: {exc.message}", file=sys.stderr)
+        return 1
+    except ValidationError as exc:
+        # A command's arguments built into a verb's model here rather than at the service: the
+        # same refusal the service would give them.
+        refused = invalid_argument(exc)
+        print(f"{prefix}: {refused.code}: {refused.message}", file=sys.stderr)
         return 1
     except ConnectionError as exc:
         print(f"{prefix}: a connection failed ({exc.strerror or exc}); is Echo Memory running? "

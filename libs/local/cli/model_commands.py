@@ -19,12 +19,17 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from echo_memory.libs.core.config import Settings, settings_problems
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.identity import DISTIL_AGENT, HINTS_AGENT
 from echo_memory.libs.server import eventloop
+
+if TYPE_CHECKING:  # the command's modules load only when it runs
+    from echo_memory.libs.core.contracts.bus import Caller
+    from echo_memory.libs.core.contracts.verbs import In, Out, Verb
+    from echo_memory.libs.local.llm.jobs import BusCall
 
 DEFAULT_LIMIT = 50
 AGENTS = {"distil": DISTIL_AGENT, "infer-causal-hints": HINTS_AGENT}  # whose writes each command's --clear ends
@@ -70,7 +75,7 @@ def _run(settings: Settings, command: str, work: Any) -> int:
 
 
 @asynccontextmanager
-async def _bus(settings: Settings) -> AsyncIterator[tuple[Any, Any]]:
+async def _bus(settings: Settings) -> AsyncIterator[tuple[BusCall, BusCall]]:
     """(as the admin, as the distil identity): bus calls bounded by each verb's time-out class."""
     from echo_memory.libs.core.contracts.identity import admin_caller
     from echo_memory.libs.local.connection import bus_session, verb_timeout
@@ -80,10 +85,9 @@ async def _bus(settings: Settings) -> AsyncIterator[tuple[Any, Any]]:
     async with bus_session(settings) as broker:
         client = BusClient(broker)
 
-        def calling(caller: Any) -> Any:
-            async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-                return await client.call(caller=caller, service=service, verb=verb, args=args,
-                                         timeout=verb_timeout(settings, service, verb))
+        def calling(caller: Caller) -> BusCall:
+            async def call(verb: Verb[In, Out], args: In, /) -> Out:
+                return await client.call(verb, args, caller=caller, timeout=verb_timeout(settings, verb))
             return call
 
         yield calling(admin_caller(settings.org)), calling(distil_caller(settings.org))
@@ -173,18 +177,22 @@ def _line(item: dict[str, Any]) -> str:
 
 
 async def _clear(settings: Settings, name: str, agent: str, *, write: bool, as_json: bool) -> int:
+    from echo_memory.libs.core.contracts.parsing import parse_args
+    from echo_memory.libs.core.contracts.post_hoc import ClearPostHocInput
+    from echo_memory.libs.core.contracts.verbs import CLEAR_POST_HOC
+
     async with _bus(settings) as (admin, _):
-        result = await admin("writes", "clear_post_hoc", {"agent": agent, "apply": write})
+        result = await admin(CLEAR_POST_HOC, parse_args(ClearPostHocInput, {"agent": agent, "apply": write}))
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
         return 0
     verb = "ended" if write else "would end (dry run: nothing changed)"
-    for fact in result["facts"]:
-        restored = f"; restored {fact['restored_from']}" if fact["restored_from"] else ""
-        print(f"{verb} {fact['fact_id']} ({fact['scope']}){restored}: {fact['text']}")
-    released = result["released_episodes"]
-    print(f"echo-memory {name} --clear: {verb} {len(result['facts'])} current fact version(s) written by {agent}"
+    for fact in result.facts:
+        restored = f"; restored {fact.restored_from}" if fact.restored_from else ""
+        print(f"{verb} {fact.fact_id} ({fact.scope}){restored}: {fact.text}")
+    released = result.released_episodes
+    print(f"echo-memory {name} --clear: {verb} {len(result.facts)} current fact version(s) written by {agent}"
           + (f"; {len(released)} imported turn(s) {'pending again' if write else 'would be pending again'}"
              if released else "")
-          + ("" if write or not result["facts"] else "; run with --write to apply"))
+          + ("" if write or not result.facts else "; run with --write to apply"))
     return 0

@@ -92,10 +92,10 @@ def register(sub: Any) -> None:
 def _call(settings: Any, *, bulk: bool = True):  # type: ignore[no-untyped-def]
     """`call(service, verb, args)` as the admin, each request bounded by the bulk time-out (the
     harnesses, which load and query under load) or, with bulk=False, by its verb's own class."""
-    from echo_memory.libs.local.connection import admin_call
+    from echo_memory.libs.local.connection import admin_call_by_name
 
     async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-        return await admin_call(settings, service, verb, args, timeout=settings.timeouts.bulk if bulk else None)
+        return await admin_call_by_name(settings, service, verb, args, timeout=settings.timeouts.bulk if bulk else None)
 
     return call
 

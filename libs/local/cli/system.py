@@ -12,10 +12,11 @@ from pathlib import Path
 import psutil
 
 from echo_memory.libs.core.config import Settings
-from echo_memory.libs.core.contracts.admin import StatusResult, TokenCreateResult, TokenVerifyResult
+from echo_memory.libs.core.contracts.admin import NoArgs, StatusResult, TokenCreateInput, TokenVerifyInput
 from echo_memory.libs.core.contracts.demo import is_demo_scope
 from echo_memory.libs.core.contracts.errors import EchoError, SchemaTooNew
 from echo_memory.libs.core.contracts.tokens import hash_token
+from echo_memory.libs.core.contracts.verbs import STATUS, TOKEN_CREATE, TOKEN_VERIFY
 from echo_memory.libs.local.connection import admin_call
 from echo_memory.libs.local.supervisor.leftovers import stop_leftovers
 from echo_memory.libs.local.supervisor.nats import NatsError
@@ -101,18 +102,13 @@ def _quickstart_token(settings: Settings) -> tuple[str, str, bool]:
     except FileNotFoundError:
         saved = ""
     if saved:
-        verified = TokenVerifyResult.model_validate(eventloop.run(
-            admin_call(settings, "writes", "token_verify", {"token_hash": hash_token(saved)}), use_uvloop=settings.uvloop))
+        verified = eventloop.run(admin_call(settings, TOKEN_VERIFY, TokenVerifyInput(token_hash=hash_token(saved))),
+                                 use_uvloop=settings.uvloop)
         if verified.valid and verified.agent_id:
             return saved, verified.agent_id, True
-    created = TokenCreateResult.model_validate(
-        eventloop.run(
-            admin_call(settings, "writes", "token_create",
-                       {"agent_id": QUICKSTART_AGENT, "read_scopes": list(DEFAULT_GRANTS),
-                        "write_scopes": list(DEFAULT_GRANTS)}),
-            use_uvloop=settings.uvloop,
-        )
-    )
+    request = TokenCreateInput(agent_id=QUICKSTART_AGENT, read_scopes=list(DEFAULT_GRANTS),
+                               write_scopes=list(DEFAULT_GRANTS))
+    created = eventloop.run(admin_call(settings, TOKEN_CREATE, request), use_uvloop=settings.uvloop)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(created.token + "\n")
@@ -246,8 +242,7 @@ def status(settings: Settings, *, include_demo: bool = False) -> int:
             f"{component.restarts:>10}"
         )
     try:
-        answer = eventloop.run(admin_call(settings, "writes", "status", {}, timeout=5), use_uvloop=settings.uvloop)
-        result = StatusResult.model_validate(answer)
+        result = eventloop.run(admin_call(settings, STATUS, NoArgs(), timeout=5), use_uvloop=settings.uvloop)
     except EchoError as exc:
         print(f"schema: unknown ({exc.message})")
         return 1

@@ -471,7 +471,7 @@ async def _against_running(settings: Any, args: Any, sizes: list[int], token: st
         caller = Caller(org=settings.org, agent_id=ADMIN_AGENT, read_scopes=["*"], write_scopes=["*"])
 
         async def bus(service: str, verb: str, body: dict[str, Any]) -> dict[str, Any]:
-            return await client.call(caller=caller, service=service, verb=verb, args=body, timeout=120)
+            return await client.call_by_name(caller=caller, service=service, verb=verb, args=body, timeout=120)
     except NotRunning:
         broker = None  # no bus on this host: edge figures only, loading through the edge
     target = Target(mcp=lambda: _mcp(args.url, token), bus=bus if broker else None, database_url=None,

@@ -152,7 +152,7 @@ async def embedded_system() -> AsyncIterator[tuple[System, AdminCall, str, str]]
         admin = Caller(org=state.org, agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 
         async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-            return await bus.call(caller=admin, service=service, verb=verb, args=args, timeout=600)
+            return await bus.call_by_name(caller=admin, service=service, verb=verb, args=args, timeout=600)
 
         await call("writes", "scope_create", {"name": SCOPE})
         created = await call("writes", "token_create", {"agent_id": "bench", "read_scopes": [SCOPE],

@@ -19,9 +19,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from echo_memory.libs.core.contracts.common import Confidence
-from echo_memory.libs.core.contracts.distil import MAX_PENDING_EPISODES, PendingEpisode, PendingEpisodesResult
+from echo_memory.libs.core.contracts.distil import (
+    MAX_PENDING_EPISODES,
+    MarkDistilledInput,
+    PendingEpisode,
+    PendingEpisodesInput,
+)
 from echo_memory.libs.core.contracts.errors import EchoError
-from echo_memory.libs.core.contracts.write import EntityIn, FactIn, WriteEpisodeInput, WriteEpisodeResult
+from echo_memory.libs.core.contracts.verbs import MARK_DISTILLED, PENDING_EPISODES, WRITE_EPISODE
+from echo_memory.libs.core.contracts.write import EntityIn, FactIn, WriteEpisodeInput
 from echo_memory.libs.core.secrets import find_secret
 from echo_memory.libs.local.llm.client import ChatClient
 from echo_memory.libs.local.llm.errors import LlmMalformedReply
@@ -135,12 +141,8 @@ async def distil(
     cursor: str | None = None
     looked = 0
     while looked < limit:
-        page_args: dict[str, Any] = {"limit": min(MAX_PENDING_EPISODES, limit - looked)}
-        if cursor:
-            page_args["cursor"] = cursor
-        if scope:
-            page_args["scope"] = scope
-        page = PendingEpisodesResult.model_validate(await admin("writes", "pending_episodes", page_args))
+        page_args = PendingEpisodesInput(limit=min(MAX_PENDING_EPISODES, limit - looked), cursor=cursor, scope=scope)
+        page = await admin(PENDING_EPISODES, page_args)
         for episode in page.episodes:
             looked += 1
             await _one(admin, as_distil, chat, episode, write=write, report=report)
@@ -182,8 +184,7 @@ async def _one(
     fact_ids: list[str] = []
     if args is not None:
         try:
-            result = WriteEpisodeResult.model_validate(
-                await as_distil("writes", "write_episode", args.model_dump(mode="json", exclude_none=True)))
+            result = await as_distil(WRITE_EPISODE, args)
         except EchoError as exc:
             if exc.retryable:
                 raise
@@ -197,8 +198,9 @@ async def _one(
             item["outcome"] = "left pending: " + " ".join(d.answer for d in result.deferred)
             return
     try:
-        await as_distil("writes", "mark_distilled", {"episode_ids": [episode.episode_id], "fact_ids": fact_ids,
-                                                     "note": "distilled by the user's own model (echo-memory distil)"})
+        await as_distil(MARK_DISTILLED, MarkDistilledInput(
+            episode_ids=[episode.episode_id], fact_ids=fact_ids,
+            note="distilled by the user's own model (echo-memory distil)"))
     except EchoError as exc:
         if exc.retryable:
             raise

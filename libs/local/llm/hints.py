@@ -15,13 +15,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from echo_memory.libs.core.contracts.parsing import parse_args
 from echo_memory.libs.core.contracts.post_hoc import (
     MAX_HINTS,
     MIN_QUOTE_CHARS,
-    AddCausalHintsResult,
+    AddCausalHintsInput,
     UnhintedFact,
-    UnhintedFactsResult,
+    UnhintedFactsInput,
 )
+from echo_memory.libs.core.contracts.verbs import ADD_CAUSAL_HINTS, UNHINTED_FACTS
 from echo_memory.libs.local.llm.client import ChatClient
 from echo_memory.libs.local.llm.connectives import causal_connective
 from echo_memory.libs.local.llm.errors import LlmMalformedReply
@@ -93,8 +95,7 @@ async def infer_causal_hints(admin: BusCall, chat: ChatClient, *, write: bool, l
     selected: list[UnhintedFact] = []
     cursor: str | None = None
     while True:
-        page = UnhintedFactsResult.model_validate(
-            await admin("writes", "unhinted_facts", {"limit": PAGE, **({"cursor": cursor} if cursor else {})}))
+        page = await admin(UNHINTED_FACTS, UnhintedFactsInput(limit=PAGE, cursor=cursor))
         for fact in page.facts:
             if causal_connective(fact.text) is None:
                 report.skipped["no causal connective; not sent"] += 1
@@ -123,8 +124,9 @@ async def infer_causal_hints(admin: BusCall, chat: ChatClient, *, write: bool, l
             report.would_write += len(hints)
             continue
         for chunk in range(0, len(hints), MAX_HINTS):
-            result = AddCausalHintsResult.model_validate(await admin(
-                "writes", "add_causal_hints", {"hints": hints[chunk:chunk + MAX_HINTS], "session_id": session}))
+            # The model's hints, as checked here: anything else is refused as the service would refuse it.
+            request = parse_args(AddCausalHintsInput, {"hints": hints[chunk:chunk + MAX_HINTS], "session_id": session})
+            result = await admin(ADD_CAUSAL_HINTS, request)
             report.written += len(result.added)
             for skipped in result.skipped:
                 report.skipped[skipped.reason] += 1

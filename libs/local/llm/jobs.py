@@ -7,14 +7,21 @@ time-out class); the user's model only through libs/local/llm/client.py.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.identity import DISTIL_AGENT, WILDCARD
+from echo_memory.libs.core.contracts.verbs import In, Out, Verb
 
-BusCall = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+class BusCall(Protocol):
+    """One bus request as a fixed identity, bounded by the verb's time-out class: the verb's result
+    model, or its typed EchoError (as `BusClient.call`)."""
+
+    async def __call__(self, verb: Verb[In, Out], args: In, /) -> Out: ...
+
+
 DISTIL_TOOL = "echo-memory distil"
 
 

@@ -1,6 +1,6 @@
 """The service runtime: what every service process shares (context, routes, the error seam, start-up).
 
-A service module provides `routes(ctx) -> list[Route]` (libs/server/service/routes.py); the runtime
+A service module provides `routes(ctx) -> Routes` (libs/server/service/routes.py); the runtime
 validates each request's arguments against the verb's contract model, opens one transaction on the
 org's database, runs the route's handler and turns every failure into a typed `Reply`.
 

@@ -17,7 +17,7 @@ from echo_memory.libs.core.config import Settings
 @dataclass(frozen=True)
 class ServiceInfo:
     name: str
-    module: str  # a module with `routes(ctx) -> list[Route]`
+    module: str  # a module with `routes(ctx) -> Routes`
     # When the process loads the embedding model: at start (every request embeds), on first use
     # (a rare verb embeds; the model costs ~170 MB resident), or never.
     model: Literal["at_start", "on_first_use", "never"]

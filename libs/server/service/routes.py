@@ -12,7 +12,7 @@ import functools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
 import psycopg
 from faststream import Path as SubjectParam
@@ -23,62 +23,82 @@ from echo_memory.libs.core.contracts.bus import Caller, Reply, Request
 from echo_memory.libs.core.contracts.errors import EchoError, Internal, InvalidArgument
 from echo_memory.libs.core.contracts.parsing import parse_args
 from echo_memory.libs.core.contracts.subjects import queue_group, subscribe_pattern
-from echo_memory.libs.core.contracts.verbs import Verb, verb, verbs_of
+from echo_memory.libs.core.contracts.verbs import In, Out, Verb, verbs_of
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.errors import as_echo_error
 from echo_memory.libs.server.telemetry import serving_as, steps, tracer_provider
 
-Handler = Callable[[RequestContext, Any], Awaitable[BaseModel]]
-StoreFunction = Callable[[psycopg.AsyncConnection, Caller, Any], Awaitable[BaseModel]]
+Handler = Callable[[RequestContext, In], Awaitable[Out]]
+StoreFunction = Callable[[psycopg.AsyncConnection, Caller, In], Awaitable[Out]]
 
 # NATS's default max_payload; the connected server's own limit is used once known.
 DEFAULT_MAX_PAYLOAD = 1_048_576
 
 
+class RouteEntry:
+    """A route whatever its verb's models: what the runtime reads, and the element of a route table.
+
+    Deliberately not generic: in a `list[Route[Any, Any]]` mypy infers `Any` for each `Route(...)` and
+    stops checking the handler against its verb; a non-generic element type leaves that check on.
+    """
+
+    verb: Verb[Any, Any]
+    handler: Handler[Any, Any]
+    after: Callable[[str], None] | None
+    observe: Callable[[Caller, Any, EchoError | None], None] | None
+
+
 @dataclass(frozen=True)
-class Route:
-    """One verb and the handler that answers it.
+class Route(RouteEntry, Generic[In, Out]):
+    """One verb constant and the handler that answers it, typed alike so mypy checks the pair.
 
     `after(org)` runs once the verb's transaction has committed (e.g. to wake the outbox relay).
     `observe(caller, result, error)` runs once the request is answered: with the committed result,
     or with the typed error it was refused with (for the service's own metrics).
     """
 
-    verb: str
-    handler: Handler
+    verb: Verb[In, Out]
+    handler: Handler[In, Out]
     after: Callable[[str], None] | None = None
-    observe: Callable[[Caller, BaseModel | None, EchoError | None], None] | None = None
+    observe: Callable[[Caller, Out | None, EchoError | None], None] | None = None
 
 
-def on_connection(fn: StoreFunction) -> Handler:
+# A service's route table.
+Routes = list[RouteEntry]
+
+
+def on_connection(fn: StoreFunction[In, Out]) -> Handler[In, Out]:
     """A handler for a store function that needs only the transaction's connection and the caller."""
 
     @functools.wraps(fn)
-    async def handler(rc: RequestContext, args: Any) -> BaseModel:
+    async def handler(rc: RequestContext, args: In) -> Out:
         return await fn(rc.conn, rc.caller, args)
 
     return handler
 
 
-def build_router(ctx: ServiceContext, routes: list[Route]) -> NatsRouter:
+def build_router(ctx: ServiceContext, routes: Routes) -> NatsRouter:
     """One queue-group subscriber per route; raises ValueError if the routes and the verb table disagree."""
     check_routes(ctx.name, routes)
     workers = ctx.settings.workers.of(ctx.name)
     router = NatsRouter()
     for route in routes:
-        spec = verb(ctx.name, route.verb)
         router.subscriber(
-            subscribe_pattern(ctx.name, route.verb), queue=queue_group(ctx.name), max_workers=workers
-        )(_subscriber(ctx, spec, route))
+            subscribe_pattern(ctx.name, route.verb.name), queue=queue_group(ctx.name), max_workers=workers
+        )(_subscriber(ctx, route))
     return router
 
 
-def check_routes(service: str, routes: list[Route]) -> None:
-    """Every verb the table lists for `service` has exactly one route, and no route is unlisted."""
-    declared = [v.name for v in verbs_of(service)]
-    given = [r.verb for r in routes]
-    missing = sorted(set(declared) - set(given))
-    unlisted = sorted(set(given) - set(declared))
+def check_routes(service: str, routes: Routes) -> None:
+    """Every verb the table lists for `service` has exactly one route, and no route is unlisted.
+
+    A route counts as listed only when its verb is the table's own constant for `service`: a verb of
+    another service, or a look-alike with other models, is refused. Raises ValueError naming each mismatch.
+    """
+    declared = verbs_of(service)
+    given = [r.verb.name for r in routes]
+    missing = sorted({v.name for v in declared} - set(given))
+    unlisted = sorted(r.verb.name for r in routes if not any(r.verb == v for v in declared))
     doubled = sorted({name for name in given if given.count(name) > 1})
     if missing or unlisted or doubled:
         raise ValueError(
@@ -87,23 +107,25 @@ def check_routes(service: str, routes: list[Route]) -> None:
         )
 
 
-def _subscriber(ctx: ServiceContext, spec: Verb, route: Route) -> Callable[..., Awaitable[bytes]]:
+def _subscriber(ctx: ServiceContext, route: RouteEntry) -> Callable[..., Awaitable[bytes]]:
     tracing = tracer_provider(ctx.name)
+    spec = route.verb
 
     async def subscriber(request: Request, org: str = SubjectParam()) -> bytes:
         with serving_as(tracing):  # SQL spans name this service, also in a process hosting several
-            reply = await answer(ctx, spec, route, org, request)
+            reply = await answer(ctx, route, org, request)
         return encode_reply(reply, _max_payload(ctx), ctx.name, spec.name)
 
     subscriber.__name__ = f"on_{spec.name}"
     return subscriber
 
 
-async def answer(ctx: ServiceContext, spec: Verb, route: Route, org: str, request: Request) -> Reply:
+async def answer(ctx: ServiceContext, route: RouteEntry, org: str, request: Request) -> Reply:
     """Validate, run the handler in one transaction on `org`'s database, reply typed, and count it."""
+    spec = route.verb
     started = time.perf_counter()
     with ctx.metrics.in_flight.labels(ctx.name, spec.name).track_inprogress():
-        result, error = await _answer(ctx, spec, route, org, request)
+        result, error = await _answer(ctx, route, org, request)
     ctx.metrics.observe_verb(spec.name, error.code if error else "ok", time.perf_counter() - started)
     if route.observe is not None:
         route.observe(request.caller, result, error)
@@ -114,8 +136,9 @@ async def answer(ctx: ServiceContext, spec: Verb, route: Route, org: str, reques
 
 
 async def _answer(
-    ctx: ServiceContext, spec: Verb, route: Route, org: str, request: Request
+    ctx: ServiceContext, route: RouteEntry, org: str, request: Request
 ) -> tuple[BaseModel | None, EchoError | None]:
+    spec = route.verb
     try:
         with steps.request(spec.name):
             with steps.step("validate_args"):

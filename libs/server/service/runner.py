@@ -23,7 +23,7 @@ from echo_memory.libs.server.bus.broker import make_broker, subscriptions_regist
 from echo_memory.libs.server.orgs import lookup_org
 from echo_memory.libs.server.service.context import ServiceContext
 from echo_memory.libs.server.service.health import Health
-from echo_memory.libs.server.service.routes import Route, build_router
+from echo_memory.libs.server.service.routes import Routes, build_router
 from echo_memory.libs.server.store.pool import OrgDatabases
 from echo_memory.libs.server.store.schema import check_version, schema_version
 from echo_memory.libs.server.telemetry import setup_tracing, tracer_provider
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RoutesFactory = Callable[[ServiceContext], list[Route]]
+RoutesFactory = Callable[[ServiceContext], Routes]
 
 EXIT_SCHEMA = 3
 
