@@ -41,7 +41,7 @@ async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput)
         await cur.execute(q.BRIEF_DIGESTS, {"scope_ids": scope_ids, "projects": _project_names(args.project),
                                             "rows": CANDIDATE_ROWS})
         rows = await cur.fetchall()
-    available = (await (await conn.execute(q.BRIEF_DIGEST_COUNT, {"scope_ids": scope_ids})).fetchone())[0]  # type: ignore[index]
+    available = int(rows[0]["available"]) if rows else 0
     names: dict[str, str] = {s.stored_name: s.name for s in scopes}
     items: list[BriefItem] = []
     used = 0
@@ -61,4 +61,4 @@ async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput)
         f", project {args.project} first" if args.project else "")
     text = frame_text("\n\n".join([heading, *(item.summary for item in items)]))
     return BriefResult(memory_notice=MEMORY_NOTICE, items=items, text=text, tokens=used,
-                       digests_available=int(available), note=note)
+                       digests_available=available, note=note)

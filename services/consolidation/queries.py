@@ -155,21 +155,26 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 # ---- brief -----------------------------------------------------------------------------------
 
 # A digest is in the project when one of its facts was written in it, named as a path or by its
-# last part (agents record either). Only the first %(rows)s in the brief's order are read: a large
-# store holds tens of thousands of digests, and a brief of at most 8,000 tokens quotes a few dozen.
+# last part (agents record either). Only the first %(rows)s in the brief's order are read, and
+# joined to their names after the cut: a large store holds thousands of digests, and a brief of at
+# most 8,000 tokens quotes a few dozen. `available` counts them all.
 BRIEF_DIGESTS = """
-SELECT d.id::text AS digest_id, d.kind, s.name AS scope_name, e.name AS entity, d.summary, d.token_count,
-       cardinality(d.member_ids) AS facts, d.last_seen,
-       EXISTS (SELECT 1 FROM unnest(d.projects) AS p(name)
-               WHERE p.name = ANY(%(projects)s::text[]) OR regexp_replace(p.name, '^.*/', '') = ANY(%(projects)s::text[]))
-           AS in_project
-FROM digests d
+WITH chosen AS (
+    SELECT d.id, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, count(*) OVER () AS available,
+           cardinality(%(projects)s::text[]) > 0 AND EXISTS (
+               SELECT 1 FROM unnest(d.projects) AS p(name)
+               WHERE p.name = ANY(%(projects)s::text[]) OR regexp_replace(p.name, '^.*/', '') = ANY(%(projects)s::text[])
+           ) AS in_project
+    FROM digests d
+    WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
+    ORDER BY in_project DESC, d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+    LIMIT %(rows)s
+)
+SELECT c.id::text AS digest_id, c.kind, s.name AS scope_name, e.name AS entity, d.summary, d.token_count, c.facts,
+       c.last_seen, c.in_project, c.available
+FROM chosen c
+JOIN digests d ON d.id = c.id
 JOIN scopes s ON s.id = d.scope_id
-LEFT JOIN entities e ON e.id = d.subject_id AND d.kind = 'entity'
-WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
-ORDER BY in_project DESC, d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, e.name, d.id
-LIMIT %(rows)s
-"""
-BRIEF_DIGEST_COUNT = """
-SELECT count(*) FROM digests d WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
+LEFT JOIN entities e ON e.id = d.subject_id AND c.kind = 'entity'
+ORDER BY c.in_project DESC, c.kind = 'entity' DESC, c.last_seen DESC, c.facts DESC, c.id
 """
