@@ -49,6 +49,7 @@ def up(settings: Settings, *, detach: bool = False, quickstart: bool = False, ba
         return 130
     clean = False
     try:
+        supervisor.catch_signals()  # a Ctrl-C from here on, even mid-token, stops the system below
         print(f"echo-memory: ready — MCP at {state.edge_url}", flush=True)
         if not background and (quickstart or state.edge_moved_from is not None):
             code = _print_client_line(settings, state.edge_url or "")
@@ -57,7 +58,7 @@ def up(settings: Settings, *, detach: bool = False, quickstart: bool = False, ba
         print("echo-memory: Ctrl-C stops everything", flush=True)
         supervisor.run_forever()
     except KeyboardInterrupt:
-        pass  # Ctrl-C while the start-up lines were still printing: stop the same way as after them
+        pass  # Ctrl-C before the handlers were in place: stop the same way as after them
     finally:
         print("echo-memory: stopping", flush=True)
         clean = supervisor.stop()

@@ -255,10 +255,20 @@ class Supervisor:
             raise StartupError(f"services not ready after {timeout:.0f} s: {', '.join(sorted(n for _, n in pending))}")
 
     # -- run -----------------------------------------------------------------------------------
-    def run_forever(self) -> None:
-        """Watch every unit until SIGINT/SIGTERM; restart the ones that die, with back-off."""
+    def catch_signals(self) -> None:
+        """From now on SIGINT/SIGTERM only ask `run_forever` to stop (safe to call twice).
+
+        Called as soon as the system is up, before the start-up lines: work done between then and
+        `run_forever` (issuing the client's token on an event loop) finishes first, rather than
+        being cancelled by a Ctrl-C that code on the way might swallow, and the stop still happens.
+        """
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+
+    def run_forever(self) -> None:
+        """Watch every unit until SIGINT/SIGTERM (at once if one came since `catch_signals`);
+        restart the ones that die, with back-off."""
+        self.catch_signals()
         while not self._stopping:
             self.check_units()
             time.sleep(0.2)
