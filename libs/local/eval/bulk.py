@@ -38,7 +38,8 @@ VACUUM = ("VACUUM ANALYZE facts", "VACUUM ANALYZE entities", "VACUUM ANALYZE epi
 AGENT = "benchmark-bulk"
 
 
-def _vector(values: np.ndarray) -> str:
+def vector_text(values: np.ndarray) -> str:
+    """A vector as pgvector's text form for COPY (six decimals)."""
     return "[" + ",".join(f"{v:.6f}" for v in values.tolist()) + "]"
 
 
@@ -72,7 +73,7 @@ async def copy_facts(
             async with cur.copy(COPY_ENTITIES) as copy:
                 for name, vector in zip(fresh, name_vectors, strict=True):
                     ids[name] = uuid.uuid4()
-                    await copy.write_row((ids[name], scope_id, name, name.rsplit(" ", 1)[-1], _vector(vector), AGENT))
+                    await copy.write_row((ids[name], scope_id, name, name.rsplit(" ", 1)[-1], vector_text(vector), AGENT))
             episode_of: list[uuid.UUID] = []
             async with cur.copy(COPY_EPISODES) as copy:
                 for batch in batches:
@@ -85,7 +86,7 @@ async def copy_facts(
                 for fact, vector, episode in zip(facts, vectors, episode_of, strict=True):
                     await copy.write_row((scope_id, episode, ids[fact.source], ids[fact.target], fact.relation,
                                           fact.text, "extracted", AGENT, "benchmark", "benchmark", "benchmark",
-                                          _vector(vector), count_tokens(fact.text)))
+                                          vector_text(vector), count_tokens(fact.text)))
         await conn.execute(embedding_models.RECORD, {"scope_id": scope_id, "model": embedder.name})
         await conn.commit()
         source.known.update(fresh)

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -104,17 +104,7 @@ class System:
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds (user + system) used so far, per component."""
-        totals: dict[str, float] = {}
-        for name, procs in self.processes().items():
-            seconds = 0.0
-            for proc in procs:
-                try:
-                    times = proc.cpu_times()
-                    seconds += times.user + times.system
-                except psutil.NoSuchProcess:
-                    continue
-            totals[name] = seconds
-        return totals
+        return {name: cpu_seconds(procs) for name, procs in self.processes().items()}
 
     def pss_mb(self) -> dict[str, float]:
         """Proportional set size per component, in MB (shared pages split between their users)."""
@@ -128,6 +118,18 @@ class System:
                     continue
             sizes[name] = round(total / 1e6, 1)
         return sizes
+
+
+def cpu_seconds(procs: Iterable[psutil.Process]) -> float:
+    """CPU seconds (user + system) `procs` have used so far; a process gone meanwhile counts 0."""
+    seconds = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        seconds += times.user + times.system
+    return seconds
 
 
 @asynccontextmanager

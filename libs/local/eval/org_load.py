@@ -22,6 +22,7 @@ import numpy as np
 import psycopg
 
 from echo_memory.libs.core.hygiene.instructions import instruction_flags
+from echo_memory.libs.local.eval.bulk import vector_text
 from echo_memory.libs.local.eval.org_history import OrgHistory, OrgRead, entity_type
 from echo_memory.libs.server.embed import MiniLM, count_tokens
 from echo_memory.libs.server.store import embedding_models
@@ -41,10 +42,6 @@ COPY_FACTS = (
 COPY_READS = "COPY reads (id, agent_id, query, scopes, tokens, created_at) FROM STDIN"
 COPY_READ_RESULTS = "COPY read_results (read_id, item_id, item_kind, rank, score) FROM STDIN"
 NOW = "SELECT now()"
-
-
-def _vector(values: np.ndarray) -> str:
-    return "[" + ",".join(f"{v:.6f}" for v in values.tolist()) + "]"
 
 
 def _array(values: Sequence[str]) -> str:
@@ -77,7 +74,7 @@ async def load_history(
                     ids[i], scope_id, episode_of[i], entity_ids[fact.source], entity_ids[fact.target], fact.relation,
                     fact.text, "extracted", at[i], None if successor is None else at[successor],
                     None if fact.replaces is None else ids[fact.replaces], fact.agent, fact.tool, fact.project,
-                    fact.session, at[i], _vector(vector), count_tokens(fact.text),
+                    fact.session, at[i], vector_text(vector), count_tokens(fact.text),
                     _array(instruction_flags(fact.text, fact.relation, fact.source, fact.target)),
                 ))
             if progress:
@@ -97,7 +94,7 @@ async def _copy_entities(conn: psycopg.AsyncConnection, scope_id: str, history: 
     ids = {name: uuid.uuid4() for name in names}
     async with conn.cursor() as cur, cur.copy(COPY_ENTITIES) as copy:
         for name, vector in zip(names, vectors, strict=True):
-            await copy.write_row((ids[name], scope_id, name, entity_type(name), _vector(vector), first_writer[name]))
+            await copy.write_row((ids[name], scope_id, name, entity_type(name), vector_text(vector), first_writer[name]))
     return ids
 
 

@@ -42,6 +42,7 @@ from pgvector.psycopg import register_vector_async
 
 from echo_memory.libs.local.eval import agent_facts, synthetic
 from echo_memory.libs.local.eval.bulk import copy_facts
+from echo_memory.libs.local.eval.concurrency import cpu_seconds
 from echo_memory.libs.local.eval.metrics import (
     hit_at,
     latency_stats,
@@ -279,15 +280,8 @@ async def _postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
 
 
 def _tree_cpu(root: psutil.Process) -> float:
-    """CPU seconds (user + system) of `root` and every process under it now (Postgres and its backends)."""
-    total = 0.0
-    for proc in [root, *root.children(recursive=True)]:
-        try:
-            times = proc.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
+    """CPU seconds of `root` and every process under it now (Postgres and its backends)."""
+    return cpu_seconds([root, *root.children(recursive=True)])
 
 
 async def _flat(conn: psycopg.AsyncConnection, scope_id: Any, embedder: MiniLM, text: str,
