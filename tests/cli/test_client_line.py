@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -138,22 +138,11 @@ def test_foreground_up_says_the_port_moved_and_prints_the_new_line() -> None:
     remembered = free_port()
     home.mkdir(parents=True, exist_ok=True)
     (home / EDGE_PORT_FILE).write_text(f"{remembered}\n")
-    output: list[str] = []
     try:
         with occupied_at(remembered):
             process = subprocess.Popen([str(BIN), "up"], env=_env(home), stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True)
-            assert process.stdout is not None
-            deadline = time.monotonic() + 240
-            while time.monotonic() < deadline and not LINE.search("".join(output)):
-                line = process.stdout.readline()
-                if not line:
-                    break
-                output.append(line)
-            process.send_signal(signal.SIGINT)
-            rest, _ = process.communicate(timeout=90)
-            output.append(rest)
-        text = "".join(output)
+            text = _interrupt_once(process, lambda out: LINE.search(out) is not None)
         url, _ = client_line(text)
         assert f"port {remembered} of the last run is in use" in text
         assert url != f"http://127.0.0.1:{remembered}/mcp" and f"MCP at {url}" in text
@@ -163,25 +152,31 @@ def test_foreground_up_says_the_port_moved_and_prints_the_new_line() -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _interrupt_once(process: subprocess.Popen[str], seen: Callable[[str], bool]) -> str:
+    """Read `process`'s output until `seen` holds (or it ends, or 240 s pass), send one SIGINT, and
+    return everything it printed once it exited (TimeoutExpired after 90 s)."""
+    assert process.stdout is not None
+    output: list[str] = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not seen("".join(output)):
+        line = process.stdout.readline()
+        if not line:
+            break
+        output.append(line)
+    process.send_signal(signal.SIGINT)
+    rest, _ = process.communicate(timeout=90)
+    return "".join(output) + rest
+
+
 @pytest.mark.e2e
 def test_ctrl_c_while_the_start_up_lines_print_stops_everything() -> None:
     # The signal lands while quickstart issues its token and prints the line, before the
     # supervisor's own handler is in place: the system must still stop, and exit as after Ctrl-C.
     home = server_dir("line-ctrl-c")
-    output: list[str] = []
     try:
         process = subprocess.Popen([str(BIN), "quickstart"], env=_env(home), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
-        assert process.stdout is not None
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and "echo-memory: ready" not in "".join(output):
-            line = process.stdout.readline()
-            if not line:
-                break
-            output.append(line)
-        process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=90)
-        text = "".join(output) + rest
+        text = _interrupt_once(process, lambda out: "echo-memory: ready" in out)
         assert "echo-memory: ready" in text and "echo-memory: stopped" in text, text
         assert process.returncode == 0, text
         state = json.loads((home / "state.json").read_text()) if (home / "state.json").exists() else None

@@ -72,7 +72,8 @@ def test_the_launchd_plist_is_valid_and_runs_up() -> None:
 
 
 def test_no_document_points_outside_the_repository() -> None:
-    outside = re.compile(r"\.\./shared|/work/|/root/|/home/[a-z]")
+    # Brackets keep this file from naming those folders itself; the pattern is the same.
+    outside = re.compile(r"\.\./shared|/wor[k]/|/roo[t]/|/home/[a-z]")
     found = [f"{doc.relative_to(REPO)}:{n}" for doc in DOCS
              for n, line in enumerate(doc.read_text().splitlines(), 1) if outside.search(line)]
     assert found == []
