@@ -130,8 +130,10 @@ async def dense(conn: psycopg.AsyncConnection, pool: Pool, search: Search, corpu
     The HNSW path needs q.HNSW_SETTINGS run earlier in the same transaction (iterative scan:
     without it, a scope that is a small part of the index can come back with too few rows);
     query_memory sets them while the query is still being embedded, off the critical path.
+    An `as_of` search always ranks exactly: what HNSW finds depends on the graph's current shape,
+    which every later insert or row move (a tier move) changes, so a past instant's answer would too.
     """
-    use_hnsw = corpus.docs > search.settings.hnsw_threshold
+    use_hnsw = corpus.docs > search.settings.hnsw_threshold and search.as_of is None
     if corpus.kind is ItemKind.FACT:
         sql = tiered(q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT, search)
     else:

@@ -109,7 +109,8 @@ class RetrievalSettings(BaseModel):
     hnsw_threshold: int = Field(
         4_000,
         description="rows of a corpus in the scopes read above which dense search uses HNSW: an exact scan "
-        "costs ~2 µs a row on a 2-core VM (10k facts: +20 ms a query), HNSW ~3-4 ms at any size",
+        "costs ~2 µs a row on a 2-core VM (10k facts: +20 ms a query), HNSW ~3-4 ms at any size; an `as_of` "
+        "search ranks exactly at any size, so its answer cannot change with the index",
     )
     candidates: int = Field(50, description="candidates each channel contributes before fusion")
     graph_edge_cap: int = Field(
