@@ -155,8 +155,9 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     for arm in ("all", "hot"):
         assert row["arms"][arm]["postgres_cpu_ms_per_query"] > 0 and row["arms"][arm]["process_cpu_ms_per_query"] > 0
     assert row["arms"]["hot"]["via_digest_results"] > 0  # the old gold facts are reached through digests
-    assert row["invariants"] == {"content_unchanged": True, "as_of_unchanged": True,
+    assert row["invariants"] == {"content_unchanged": True, "as_of_unchanged": True, "as_of_answers_changed": 0,
                                  "as_of_repeatable_before_the_run": True, "rebuild_identical": True}
+    assert 0 < row["as_of_ms"]["p50"] <= row["as_of_ms"]["p95"]
     probes = row["probes"]
     assert probes["digests"] > 0
     assert probes["topic_digests_mixing_look_alikes"] == probes["look_alike_digests_holding_another"] == 0

@@ -201,9 +201,9 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
             await conn.execute("VACUUM ANALYZE facts")
         content_before = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         instant = int(time.time()) - 30 * 86400  # one past instant for both sides of the invariant
-        past = await _as_of_answers(call, scope, data, instant)
+        past, as_of_ms = await _as_of_answers(call, scope, data, instant)
         # Asked twice before anything moves: a difference here is the search's own, not consolidation's.
-        repeatable = past == await _as_of_answers(call, scope, data, instant)
+        repeatable = past == (await _as_of_answers(call, scope, data, instant))[0]
         flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
         postgres = await _postmaster(conn)
         pg_cpu = _tree_cpu(postgres)
@@ -228,18 +228,20 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         await call("consolidation", "consolidate_undo", {"run_id": run_id})
         await call("consolidation", "consolidate", {"scope": scope})
         digests_rebuilt = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
-    past_after = await _as_of_answers(call, scope, data, instant)
+    past_after, _ = await _as_of_answers(call, scope, data, instant)
     gold_tiers: dict[str, int] = {}
     for tier in tiers.values():
         gold_tiers[tier] = gold_tiers.get(tier, 0) + 1
     row = {
         "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers, "brief_ms": brief,
+        "as_of_ms": latency_stats(as_of_ms),
         **({"org": org["load"], "probes": probes} if org is not None else {}),
         "arms": {"flat": _scores([(ids, [], 0.0, 0, 0.0) for ids in flat], data),
                  "all": {**_scores(every, data), "postgres_cpu_ms_per_query": round(pg_all_ms, 2)},
                  "hot": {**_scores(hot, data), "postgres_cpu_ms_per_query": round(pg_hot_ms, 2)}},
         "hot_by_gold_tier": _by_tier(hot, data, by_id, tiers),
         "invariants": {"content_unchanged": content_before == content_after, "as_of_unchanged": past == past_after,
+                       "as_of_answers_changed": sum(a != b for a, b in zip(past, past_after, strict=True)),
                        "as_of_repeatable_before_the_run": repeatable,
                        "rebuild_identical": digests_before == digests_rebuilt},
     }
@@ -320,14 +322,18 @@ async def _brief_latency(call: Any, scope: str) -> dict[str, float]:
     return latency_stats(times)
 
 
-async def _as_of_answers(call: Any, scope: str, data: agent_facts.AgentFacts, instant: int) -> list[list[str]]:
-    """Rankings as of 30 days ago (before any gold fact was read or any run): must not move."""
-    answers = []
+async def _as_of_answers(call: Any, scope: str, data: agent_facts.AgentFacts,
+                         instant: int) -> tuple[list[list[str]], list[float]]:
+    """Rankings as of 30 days ago (before any gold fact was read or any run), which must not move,
+    and each ask's milliseconds over the bus."""
+    answers, times = [], []
     for _, text, _, _ in data.queries[:AS_OF_QUERIES]:
+        started = time.perf_counter()
         result = await call("retrieval", "query_memory", {"query": text, "scope": scope, "top_k": 10,
                                                           "as_of": instant})
+        times.append((time.perf_counter() - started) * 1000)
         answers.append([i["id"] for i in result["results"]])
-    return answers
+    return answers, times
 
 
 def _scores(answers: list[Answer], data: agent_facts.AgentFacts) -> dict[str, Any]:
@@ -358,7 +364,8 @@ def _by_tier(answers: list[Answer], data: agent_facts.AgentFacts, by_id: dict[st
 def render_row(row: dict[str, Any]) -> str:
     lines = [f"distractors {row['distractors']}: gold tiers {row['gold_tiers']}; consolidation "
              f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process; "
-             f"brief over the bus p50 {row['brief_ms']['p50']} ms, p95 {row['brief_ms']['p95']} ms"]
+             f"brief over the bus p50 {row['brief_ms']['p50']} ms, p95 {row['brief_ms']['p95']} ms; "
+             f"as_of (exact) p50 {row['as_of_ms']['p50']} ms, p95 {row['as_of_ms']['p95']} ms"]
     for arm, figures in row["arms"].items():
         q = figures["quality"]
         line = (f"  {arm:<5} hit@10 {q['hit10']:.3f} [{q['hit10_ci95'][0]:.3f}, {q['hit10_ci95'][1]:.3f}]"
