@@ -155,26 +155,43 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 # ---- brief -----------------------------------------------------------------------------------
 
 # A digest is in the project when one of its facts was written in it, named as a path or by its
-# last part (agents record either). Only the first %(rows)s in the brief's order are read, and
-# joined to their names after the cut: a large store holds thousands of digests, and a brief of at
-# most 8,000 tokens quotes a few dozen. `available` counts them all.
+# last part (agents record either); the GIN indexes of migration 0019 find those. The rest are read
+# per scope through the brief's order index, the first %(rows)s and no more: a large store holds
+# thousands of digests and a brief of at most 8,000 tokens quotes a few dozen. `available` counts
+# them all from an index, without reading them.
 BRIEF_DIGESTS = """
-WITH chosen AS (
-    SELECT d.id, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, count(*) OVER () AS available,
-           cardinality(%(projects)s::text[]) > 0 AND EXISTS (
-               SELECT 1 FROM unnest(d.projects) AS p(name)
-               WHERE p.name = ANY(%(projects)s::text[]) OR regexp_replace(p.name, '^.*/', '') = ANY(%(projects)s::text[])
-           ) AS in_project
+WITH in_project AS (
+    SELECT d.id, true AS in_project, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, d.scope_id,
+           d.subject_id, d.summary, d.token_count
     FROM digests d
-    WHERE d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
-    ORDER BY in_project DESC, d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+    WHERE cardinality(%(projects)s::text[]) > 0
+      AND d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
+      AND (d.projects && %(projects)s::text[] OR echo_project_tails(d.projects) && %(projects)s::text[])
+    ORDER BY d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+    LIMIT %(rows)s
+), first_rows AS (
+    SELECT f.* FROM unnest(%(scope_ids)s::uuid[]) AS sc(id)
+    CROSS JOIN LATERAL (
+        SELECT d.id, false AS in_project, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, d.scope_id,
+               d.subject_id, d.summary, d.token_count
+        FROM digests d
+        WHERE d.scope_id = sc.id AND d.valid_to IS NULL
+        ORDER BY d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+        LIMIT %(rows)s
+    ) AS f
+), chosen AS (
+    SELECT u.* FROM (
+        SELECT * FROM in_project
+        UNION ALL
+        SELECT * FROM first_rows f WHERE NOT EXISTS (SELECT 1 FROM in_project p WHERE p.id = f.id)
+    ) AS u
+    ORDER BY u.in_project DESC, u.kind = 'entity' DESC, u.last_seen DESC, u.facts DESC, u.id
     LIMIT %(rows)s
 )
-SELECT c.id::text AS digest_id, c.kind, s.name AS scope_name, e.name AS entity, d.summary, d.token_count, c.facts,
-       c.last_seen, c.in_project, c.available
+SELECT c.id::text AS digest_id, c.kind, (SELECT s.name FROM scopes s WHERE s.id = c.scope_id) AS scope_name,
+       CASE WHEN c.kind = 'entity' THEN (SELECT e.name FROM entities e WHERE e.id = c.subject_id) END AS entity,
+       c.summary, c.token_count, c.facts, c.last_seen, c.in_project,
+       (SELECT count(*) FROM digests a WHERE a.scope_id = ANY(%(scope_ids)s::uuid[]) AND a.valid_to IS NULL) AS available
 FROM chosen c
-JOIN digests d ON d.id = c.id
-JOIN scopes s ON s.id = d.scope_id
-LEFT JOIN entities e ON e.id = d.subject_id AND c.kind = 'entity'
 ORDER BY c.in_project DESC, c.kind = 'entity' DESC, c.last_seen DESC, c.facts DESC, c.id
 """

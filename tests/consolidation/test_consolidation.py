@@ -216,9 +216,16 @@ async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(
         _fact("Web app", "CDN", "is served by", "The web app is served by the CDN."),
         _fact("Web app", "Node", "runs on", "The web app runs on Node 22."),
         _fact("Web app", "CDN", "purges", "The web app purges the CDN on deploy."),
-    ], project="web")
+    ], project="/home/dev/web")  # recorded as a path, asked for by its last part below
+    # Billing is written last, so only the project puts the web digests first.
+    await _write(handlers, BILLING[:2], [_fact("Billing service", "Postgres", "archives invoices in",
+                                                "The billing service archives old invoices in Postgres.")])
     await handlers.admin_call("consolidation", "consolidate", {})
     brief = await handlers.call(reader, "consolidation", "brief", {"project": "web", "max_tokens": 2000})
+    elsewhere = await handlers.call(reader, "consolidation", "brief", {"project": "/srv/checkout/web/", "max_tokens": 2000})
+    assert elsewhere["items"] == brief["items"]
+    anywhere = await handlers.call(reader, "consolidation", "brief", {"max_tokens": 2000})
+    assert [item["entity"] for item in anywhere["items"] if item["kind"] == "entity"] == ["Billing service", "Web app"]
     entities = [item["entity"] for item in brief["items"] if item["kind"] == "entity"]
     assert entities == ["Web app", "Billing service"]
     # The web project's digests (its entity and its topics) come before the billing ones.
