@@ -13,18 +13,16 @@ write path's. Reads go into the read log as agents' recalls would have.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-import numpy as np
 import psycopg
 
 from echo_memory.libs.core.hygiene.instructions import instruction_flags
 from echo_memory.libs.local.eval.bulk import vector_text
 from echo_memory.libs.local.eval.org_history import OrgHistory, OrgRead, entity_type
-from echo_memory.libs.server.embed import MiniLM, count_tokens
+from echo_memory.libs.server.embed import MiniLM, count_tokens, embed_across_cores
 from echo_memory.libs.server.store import embedding_models
 
 EMBED_CHUNK = 4096
@@ -66,7 +64,7 @@ async def load_history(
     async with conn.cursor() as cur, cur.copy(COPY_FACTS) as copy:
         for start in range(0, len(facts), EMBED_CHUNK):
             chunk = facts[start : start + EMBED_CHUNK]
-            vectors = await asyncio.to_thread(embedder.embed, [f.text for f in chunk])
+            vectors = await embed_across_cores(embedder, [f.text for f in chunk])
             for offset, (fact, vector) in enumerate(zip(chunk, vectors, strict=True)):
                 i = start + offset
                 successor = ended.get(i)
@@ -90,7 +88,7 @@ async def _copy_entities(conn: psycopg.AsyncConnection, scope_id: str, history: 
         for name in (fact.source, fact.target):
             first_writer.setdefault(name, fact.agent)
     names = list(first_writer)
-    vectors: np.ndarray | list[np.ndarray] = await asyncio.to_thread(embedder.embed, names) if names else []
+    vectors = await embed_across_cores(embedder, names)
     ids = {name: uuid.uuid4() for name in names}
     async with conn.cursor() as cur, cur.copy(COPY_ENTITIES) as copy:
         for name, vector in zip(names, vectors, strict=True):
