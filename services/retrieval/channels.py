@@ -104,11 +104,6 @@ def corpus_sizes(rows: list[tuple[Any, ...]]) -> dict[ItemKind, Corpus]:
     return sizes
 
 
-# A consolidated search expands this many digests, and of each at most this many member facts.
-DIGESTS_EXPANDED = 5
-MEMBERS_PER_DIGEST = 20
-
-
 def tiered(sql: str, search: Search) -> str:
     """`sql`, a facts channel statement, limited to hot facts when the search asks for the hot tier."""
     return q.HOT_ONLY[sql] if search.hot else sql
@@ -117,7 +112,8 @@ def tiered(sql: str, search: Search) -> str:
 async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> None:
     """The member facts of the digests nearest the query, each with its cosine (channel `via_digest`):
     how a hot-tier search reaches consolidated and archived facts."""
-    binds = await search.vector_binds(digests=DIGESTS_EXPANDED, members=MEMBERS_PER_DIGEST)
+    binds = await search.vector_binds(digests=search.settings.digests_expanded,
+                                      members=search.settings.members_per_digest)
     with db_span("via_digests", org=search.org):
         rows = await (await conn.execute(q.DIGEST_MEMBERS, binds, prepare=False)).fetchall()
     for row in rows:

@@ -113,6 +113,10 @@ class RetrievalSettings(BaseModel):
         "search ranks exactly at any size, so its answer cannot change with the index",
     )
     candidates: int = Field(50, description="candidates each channel contributes before fusion")
+    digests_expanded: int = Field(
+        5, ge=1, description="a `tier: \"hot\"` search expands this many digests nearest the query into their members"
+    )
+    members_per_digest: int = Field(20, ge=1, description="member facts nearest the query taken from each expanded digest")
     graph_edge_cap: int = Field(
         150,
         description="edges loaded around the seeds for PageRank (per hop); at 100k facts an entity has ~90 "

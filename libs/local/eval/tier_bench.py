@@ -40,6 +40,7 @@ import psutil
 import psycopg
 from pgvector.psycopg import register_vector_async
 
+from echo_memory.libs.core.config.retrieval import RetrievalSettings
 from echo_memory.libs.local.eval import agent_facts, synthetic
 from echo_memory.libs.local.eval.bulk import copy_facts
 from echo_memory.libs.local.eval.concurrency import cpu_seconds
@@ -118,6 +119,16 @@ DIGESTS = """
 SELECT subject_id::text, member_hash, summary, embedding::text FROM digests
 WHERE scope_id = %(scope_id)s AND valid_to IS NULL ORDER BY subject_id
 """
+
+
+# The digests a hot search expands for a query (the first step of DIGEST_MEMBERS, current versions).
+NEAREST_DIGESTS = """
+SELECT member_ids::text[] FROM digests
+WHERE scope_id = %(scope_id)s AND valid_to IS NULL
+ORDER BY embedding <=> %(embedding)s, id
+LIMIT %(digests)s
+"""
+IN_A_DIGEST = "SELECT DISTINCT unnest(member_ids)::text FROM digests WHERE scope_id = %(scope_id)s AND valid_to IS NULL"
 
 
 def _digest(rows: list[Any]) -> str:
@@ -223,6 +234,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         brief = await _brief_latency(call, scope)
         content_after = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         tiers: dict[str, str] = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
+        reach = await _digest_reach(conn, scope_id, data, by_id, embedder)
         probes = await _probes(conn, scope_id, org["look_alikes"]) if org is not None else None
         digests_before = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
         await call("consolidation", "consolidate_undo", {"run_id": run_id})
@@ -239,7 +251,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         "arms": {"flat": _scores([(ids, [], 0.0, 0, 0.0) for ids in flat], data),
                  "all": {**_scores(every, data), "postgres_cpu_ms_per_query": round(pg_all_ms, 2)},
                  "hot": {**_scores(hot, data), "postgres_cpu_ms_per_query": round(pg_hot_ms, 2)}},
-        "hot_by_gold_tier": _by_tier(hot, data, by_id, tiers),
+        "hot_by_gold_tier": _by_tier(hot, data, by_id, tiers), "digest_reach": reach,
         "invariants": {"content_unchanged": content_before == content_after, "as_of_unchanged": past == past_after,
                        "as_of_answers_changed": sum(a != b for a, b in zip(past, past_after, strict=True)),
                        "as_of_repeatable_before_the_run": repeatable,
@@ -350,6 +362,26 @@ def _scores(answers: list[Answer], data: agent_facts.AgentFacts) -> dict[str, An
     return out
 
 
+async def _digest_reach(conn: psycopg.AsyncConnection, scope_id: Any, data: agent_facts.AgentFacts,
+                        by_id: dict[str, str], embedder: MiniLM) -> dict[str, Any]:
+    """Per relevant gold fact of each query: is it in a current digest at all, and in one of the
+    digests a hot search expands for that query (the step it cannot recover from)."""
+    expands = RetrievalSettings().digests_expanded
+    fact_of = {dataset_id: fact_id for fact_id, dataset_id in by_id.items()}
+    digested = {r[0] for r in await (await conn.execute(IN_A_DIGEST, {"scope_id": scope_id})).fetchall()}
+    pairs = in_digest = expanded = 0
+    for _, text, relevant, _ in data.queries:
+        rows = await (await conn.execute(NEAREST_DIGESTS, {"scope_id": scope_id, "digests": expands,
+                                                           "embedding": embedder.embed_one(text)})).fetchall()
+        members = {m for r in rows for m in r[0]}
+        for gold in relevant:
+            pairs += 1
+            in_digest += fact_of.get(gold) in digested
+            expanded += fact_of.get(gold) in members
+    return {"gold_pairs": pairs, "in_a_digest": round(in_digest / max(pairs, 1), 4),
+            "in_an_expanded_digest": round(expanded / max(pairs, 1), 4), "digests_expanded": expands}
+
+
 def _by_tier(answers: list[Answer], data: agent_facts.AgentFacts, by_id: dict[str, str],
              tiers: dict[str, str]) -> dict[str, dict[str, float]]:
     """recall@10 of the hot arm, counted per gold fact by the tier that fact was in."""
@@ -377,7 +409,8 @@ def render_row(row: dict[str, Any]) -> str:
                      f"{figures['postgres_cpu_ms_per_query']} Postgres  {figures['tokens_per_recall']} tokens"
                      f"  via digest {figures['via_digest_results']}")
         lines.append(line)
-    lines.append(f"  hot arm recall@10 by gold tier: {row['hot_by_gold_tier']}")
+    lines.append(f"  hot arm recall@10 by gold tier: {row['hot_by_gold_tier']}; gold facts and digests: "
+                 f"{row['digest_reach']}")
     lines.append(f"  invariants: {row['invariants']}")
     if "org" in row:
         lines.append(f"  org history: {row['org']}")
