@@ -110,12 +110,17 @@ def tiered(sql: str, search: Search) -> str:
 
 
 async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> None:
-    """The member facts of the digests nearest the query, each with its cosine (channel `via_digest`):
-    how a hot-tier search reaches consolidated and archived facts."""
+    """The member facts of the current digests nearest the query (through the digests' HNSW index),
+    each with its cosine (channel `via_digest`): how a hot-tier search reaches consolidated and
+    archived facts."""
     binds = await search.vector_binds(digests=search.settings.digests_expanded,
                                       members=search.settings.members_per_digest)
     with db_span("via_digests", org=search.org):
-        rows = await (await conn.execute(q.DIGEST_MEMBERS, binds, prepare=False)).fetchall()
+        await conn.execute(q.DIGEST_INDEX_ON)
+        try:
+            rows = await (await conn.execute(q.DIGEST_MEMBERS, binds, prepare=False)).fetchall()
+        finally:
+            await conn.execute(q.DIGEST_INDEX_OFF)
     for row in rows:
         _add(pool, ItemKind.FACT, Channel.VIA_DIGEST, row)
 
