@@ -21,7 +21,6 @@ from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.errors import EchoError, Unavailable
 from echo_memory.libs.core.contracts.identity import ADMIN_AGENT, admin_caller
 from echo_memory.libs.core.contracts.verbs import In, Out, Verb
-from echo_memory.libs.core.contracts.verbs import verb as verb_entry
 from echo_memory.libs.local.supervisor.bus_auth import process_credentials
 from echo_memory.libs.local.supervisor.state import read_state
 from echo_memory.libs.server import eventloop
@@ -30,7 +29,7 @@ from echo_memory.libs.server.bus.broker import make_broker, stop_broker
 from echo_memory.libs.server.bus.client import BusClient
 from echo_memory.libs.server.bus.permissions import ADMIN_USER
 
-__all__ = ["ADMIN_AGENT", "BusRefused", "BusUnreachable", "NotRunning", "admin_call", "admin_call_by_name", "admin_command", "bus_session", "connect_bus", "nats_url", "verb_timeout"]
+__all__ = ["ADMIN_AGENT", "BusRefused", "BusUnreachable", "NotRunning", "admin_call", "admin_command", "bus_session", "connect_bus", "nats_url", "verb_timeout"]
 
 # Two connect attempts of at most 2 s each (libs/server/bus/broker.py) fit; this also bounds a server that
 # accepts the TCP connection and never speaks NATS.
@@ -138,21 +137,6 @@ async def admin_call(settings: Settings, verb: Verb[In, Out], args: In, timeout:
     async with bus_session(settings) as broker:
         return await BusClient(broker).call(
             verb, args, caller=admin_caller(settings.org), timeout=timeout or verb_timeout(settings, verb)
-        )
-
-
-async def admin_call_by_name(
-    settings: Settings, service: str, verb: str, args: dict[str, Any], timeout: float | None = None
-) -> dict[str, Any]:
-    """`admin_call` for harnesses that hold verbs by name and arguments as JSON (the eval runners,
-    which share their call signature with `EchoStack.admin_call`): the result as sent, unvalidated.
-
-    Raises what `admin_call` raises; KeyError for a verb the table does not list.
-    """
-    timeout = timeout or verb_timeout(settings, verb_entry(service, verb))
-    async with bus_session(settings) as broker:
-        return await BusClient(broker).call_by_name(
-            caller=admin_caller(settings.org), service=service, verb=verb, args=args, timeout=timeout
         )
 
 

@@ -147,7 +147,11 @@ class EchoStack:
     async def admin_call(
         self, service: str, verb: str, args: dict[str, Any], timeout: float | None = None
     ) -> dict[str, Any]:
-        """A bus request as the org's admin identity (what the CLI sends), by default with the verb's own time-out."""
+        """A bus request as the org's admin identity (what the CLI sends), by default with the verb's own time-out.
+
+        By name and JSON, for the tests, the lab and the eval harness' runners, which hold verbs that
+        way (as the test tiers' `admin_call` does); typed callers use `admin_request`.
+        """
         if timeout is None:
             timeout = float(getattr(self.settings.timeouts, verb_spec(service, verb).timeout))
         return await BusClient(self._admin_broker).call_by_name(

@@ -2,22 +2,25 @@
 
 Each service is sent one request whose arguments no verb accepts: a live service refuses it with
 `invalid_argument` before touching its database, so the probe proves the service answers without
-doing any work or leaving any trace.
+doing any work or leaving any trace. Such arguments are no instance of the verb's model, so the
+probe is sent by name (`call_by_name`); the verbs themselves are the table's constants.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from faststream.nats import NatsBroker
 
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import EchoError, InvalidArgument
+from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY, TOKEN_VERIFY, Verb
 from echo_memory.libs.server.bus.client import BusClient
 
 PROBE_AGENT = "readyz"
-# Verbs whose argument models reject unknown fields (StrictModel).
-PROBES = (("writes", "token_verify"), ("retrieval", "query_memory"))
+# Verbs whose argument models reject unknown fields (StrictModel): one of writes, one of retrieval.
+PROBES: tuple[Verb[Any, Any], ...] = (TOKEN_VERIFY, QUERY_MEMORY)
 PROBE_ARGS = {"readiness_probe": True}
 
 
@@ -27,14 +30,14 @@ async def not_ready_reason(broker: NatsBroker, org: str, timeout: float = 1.0) -
         return "bus unreachable"
     bus = BusClient(broker)
     caller = Caller(org=org, agent_id=PROBE_AGENT)
-    answers = await asyncio.gather(*(_answers(bus, caller, service, verb, timeout) for service, verb in PROBES))
-    silent = [service for (service, _), answered in zip(PROBES, answers, strict=True) if not answered]
+    answers = await asyncio.gather(*(_answers(bus, caller, verb, timeout) for verb in PROBES))
+    silent = [verb.service for verb, answered in zip(PROBES, answers, strict=True) if not answered]
     return f"{' and '.join(silent)} not answering" if silent else None
 
 
-async def _answers(bus: BusClient, caller: Caller, service: str, verb: str, timeout: float) -> bool:
+async def _answers(bus: BusClient, caller: Caller, verb: Verb[Any, Any], timeout: float) -> bool:
     try:
-        await bus.call_by_name(caller=caller, service=service, verb=verb, args=PROBE_ARGS, timeout=timeout)
+        await bus.call_by_name(caller=caller, service=verb.service, verb=verb.name, args=PROBE_ARGS, timeout=timeout)
     except InvalidArgument:
         return True  # the expected refusal: the service is there and working
     except EchoError:

@@ -26,7 +26,7 @@ from echo_memory.libs.core.contracts.distil import (
 from echo_memory.libs.core.contracts.errors import NotFound
 from echo_memory.libs.server.store.access import accessible_scopes, resolve_scope
 from echo_memory.services.writes.cursors import make_cursor, read_cursor
-from echo_memory.services.writes.episode import audit
+from echo_memory.services.writes.episode import AuditEntry, audit
 from echo_memory.services.writes.evidence import ids, readable_episodes, readable_scope_ids
 
 PENDING = """
@@ -107,7 +107,8 @@ async def mark_distilled(
     marked = [str(r[0]) for r in rows]
     already = [i for i in episode_ids if i not in set(marked)]
     if marked:
-        await audit(conn, caller, None, kind="episode_distilled",
-                    after={"episode_ids": marked, "fact_ids": fact_ids, "note": args.note},
-                    reason=f"{caller.agent_id} distilled {len(marked)} imported turn(s) into {len(fact_ids)} fact(s)")
+        await audit(conn, AuditEntry(
+            caller, None, kind="episode_distilled",
+            after={"episode_ids": marked, "fact_ids": fact_ids, "note": args.note},
+            reason=f"{caller.agent_id} distilled {len(marked)} imported turn(s) into {len(fact_ids)} fact(s)"))
     return MarkDistilledResult(marked=marked, already=already)

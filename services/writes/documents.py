@@ -45,7 +45,7 @@ from echo_memory.libs.core.contracts.documents import (
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
 from echo_memory.libs.core.secrets import find_secret
 from echo_memory.libs.server.embed import count_tokens
-from echo_memory.services.writes.episode import audit, emit
+from echo_memory.services.writes.episode import AuditEntry, audit, emit
 
 PROJECT_LOCK = "SELECT pg_advisory_xact_lock(hashtext('echo-memory:documents:' || %s))"
 CURRENT_VERSION = """
@@ -142,8 +142,9 @@ async def _register_one(
     status: DocumentStatus = "new" if current is None else "changed"
     after = {"document_id": document_id, "project": project, "path": path, "content_hash": digest, "size": size,
              "status": status, "previous_hash": current[1] if current is not None else None}
-    await audit(conn, caller, None, kind="document_registered", after=after,
-                reason=f"{caller.agent_id} registered {status} content for {project}:{path}")
+    await audit(conn, AuditEntry(
+        caller, None, kind="document_registered", after=after,
+        reason=f"{caller.agent_id} registered {status} content for {project}:{path}"))
     await emit(conn, caller, "document.registered", after)
     return RegisteredDocument(path=path, status=status, document_id=document_id, content_hash=digest, size=size)
 
@@ -226,8 +227,9 @@ async def mark_ingested(
     if seen is not None and seen[0] >= doc["current_since"]:
         return MarkIngestedResult(document_id=document_id, content_hash=doc["content_hash"], already=True)
     await conn.execute(RECORD_INGESTION, (document_id, caller.agent_id, doc["content_hash"]))
-    await audit(conn, caller, None, kind="document_ingested",
-                after={"document_id": document_id, "project": doc["project"], "path": doc["path"],
-                       "content_hash": doc["content_hash"]},
-                reason=f"{caller.agent_id} ingested {doc['project']}:{doc['path']}")
+    await audit(conn, AuditEntry(
+        caller, None, kind="document_ingested",
+        after={"document_id": document_id, "project": doc["project"], "path": doc["path"],
+               "content_hash": doc["content_hash"]},
+        reason=f"{caller.agent_id} ingested {doc['project']}:{doc['path']}"))
     return MarkIngestedResult(document_id=document_id, content_hash=doc["content_hash"])

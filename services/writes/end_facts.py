@@ -18,7 +18,7 @@ from echo_memory.libs.core.contracts.errors import InvalidArgument
 from echo_memory.libs.core.secrets import find_secret
 from echo_memory.libs.server.store.access import resolve_scope
 from echo_memory.services.writes import queries as q
-from echo_memory.services.writes.episode import audit, emit
+from echo_memory.services.writes.episode import AuditEntry, audit, emit
 
 # The current version of one edge, its endpoints named by name or alias; locked until commit.
 CURRENT_EDGE_BY_NAMES = """
@@ -67,8 +67,9 @@ async def end_facts(conn: psycopg.AsyncConnection, caller: Caller, args: EndFact
         await conn.execute(q.END_EDGE, {"now": now, "id": fact_id, "scope_id": scope.id})
         before = {"source": row["source"], "target": row["target"], "relation": row["relation"], "text": row["text"],
                   "confidence": row["confidence"], "causal_hint": row["causal_hint"], "fact_id": fact_id}
-        await audit(conn, caller, scope, kind="fact_ended", session_id=args.session_id, fact_id=fact_id,
-                    before=before, reason=fact.reason)
+        await audit(conn, AuditEntry(
+            caller, scope, kind="fact_ended", session_id=args.session_id, fact_id=fact_id,
+            before=before, reason=fact.reason))
         await emit(conn, caller, "fact.ended", {"fact_id": fact_id, "scope": scope.stored_name, "scope_id": scope.id})
         results.append(EndedFact(outcome="ended", fact_id=fact_id))
     return EndFactsResult(results=results, scope=scope.name)

@@ -31,6 +31,7 @@ docs/tools/write_episode.md.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -350,21 +351,22 @@ async def _audit_fact(w: EpisodeWrite, p: PlannedFact, written: EdgeRef) -> None
     after = {**edge, **claim, "fact_id": fact_id, **({"source_episode_ids": sources} if sources else {})}
     since = f" (distilled from episode {', '.join(sources)})" if sources else ""
     if p.active is None:
-        await audit(w.conn, caller, w.scope, kind="fact_created", session_id=w.args.session_id, fact_id=fact_id,
-                    after=after, reason=f"{caller.agent_id} recorded that {fact.fact}{since}")
+        await audit(w.conn, AuditEntry(
+            caller, w.scope, kind="fact_created", session_id=w.args.session_id, fact_id=fact_id, after=after,
+            reason=f"{caller.agent_id} recorded that {fact.fact}{since}"))
     elif p.hint_added_later:
         # The same claim, now with the causal hint it lacked: a new version like any change, but
         # audited as a post-hoc hint so trace_cause readers can tell it was not stated at the time.
-        await audit(w.conn, caller, w.scope, kind="causal_hint_added", session_id=w.args.session_id,
-                    fact_id=fact_id, before={"causal_hint": None, "fact_id": written.supersedes}, after=after,
-                    post_hoc=True,
-                    reason=f"{caller.agent_id} added the causal hint '{fact.causal_hint}' to an existing claim{since}")
+        await audit(w.conn, AuditEntry(
+            caller, w.scope, kind="causal_hint_added", session_id=w.args.session_id, fact_id=fact_id,
+            before={"causal_hint": None, "fact_id": written.supersedes}, after=after, post_hoc=True,
+            reason=f"{caller.agent_id} added the causal hint '{fact.causal_hint}' to an existing claim{since}"))
     else:
         before = {k: p.active[k] for k in ("text", "confidence", "causal_hint")} | {"fact_id": written.supersedes}
-        await audit(w.conn, caller, w.scope, kind="fact_superseded", session_id=w.args.session_id, fact_id=fact_id,
-                    before=before, after=after,
-                    reason=f"{caller.agent_id} changed the claim on ({written.source}, {p.relation}, "
-                    f"{written.target}){since}")
+        await audit(w.conn, AuditEntry(
+            caller, w.scope, kind="fact_superseded", session_id=w.args.session_id, fact_id=fact_id,
+            before=before, after=after,
+            reason=f"{caller.agent_id} changed the claim on ({written.source}, {p.relation}, {written.target}){since}"))
 
 
 async def _emit_fact(w: EpisodeWrite, p: PlannedFact, written: EdgeRef) -> None:
@@ -382,8 +384,9 @@ async def _audit_entity(w: EpisodeWrite, m: Mention) -> None:
         after: dict[str, Any] = {"name": m.name, "type": m.type, "aliases": m.learned}
         if m.rejected:
             after["rejected_candidates"] = [c.model_dump() for c in m.rejected]
-        await audit(w.conn, w.caller, w.scope, kind="entity_created", session_id=w.args.session_id,
-                    entity_id=m.entity_id, after=after, reason=m.rationale or f"new entity '{m.name}'")
+        await audit(w.conn, AuditEntry(
+            w.caller, w.scope, kind="entity_created", session_id=w.args.session_id, entity_id=m.entity_id,
+            after=after, reason=m.rationale or f"new entity '{m.name}'"))
         return
     if m.how == "agent-confirmed":
         reason = f"the agent confirmed '{m.name}' is '{m.stored_name}'"
@@ -395,37 +398,48 @@ async def _audit_entity(w: EpisodeWrite, m: Mention) -> None:
     resolved: dict[str, Any] = {"mention": m.name, "entity": m.stored_name, "how": m.how, "aliases_learned": m.learned}
     if m.variant is not None:
         resolved |= {"rule": m.variant.rule, "score": m.variant.score, "matched_name": m.variant.matched_name}
-    await audit(w.conn, w.caller, w.scope, kind="entity_resolved", session_id=w.args.session_id,
-                entity_id=m.entity_id, after=resolved, reason=m.rationale or reason)
+    await audit(w.conn, AuditEntry(
+        w.caller, w.scope, kind="entity_resolved", session_id=w.args.session_id, entity_id=m.entity_id,
+        after=resolved, reason=m.rationale or reason))
 
 
-async def audit(
-    conn: psycopg.AsyncConnection,
-    caller: Caller,
-    scope: Scope | None,
-    *,
-    kind: str,
-    reason: str,
-    session_id: str | None = None,
-    fact_id: str | None = None,
-    entity_id: str | None = None,
-    before: dict[str, Any] | None = None,
-    after: dict[str, Any] | None = None,
-    post_hoc: bool = False,
-) -> None:
-    """One audit row in the caller's transaction (kinds: libs/core/contracts/audit.py AUDIT_KINDS).
+@dataclass(frozen=True)
+class AuditEntry:
+    """One audit row: what happened (`kind`, `reason`), who did it (`caller`), where, and to what.
+
+    Kinds: libs/core/contracts/audit.py AUDIT_KINDS. `before` and `after` are the JSON the row keeps.
+    """
+
+    caller: Caller
+    scope: Scope | None
+    kind: str
+    reason: str
+    session_id: str | None = None
+    fact_id: str | None = None
+    entity_id: str | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    post_hoc: bool = False
+
+
+async def audit(conn: psycopg.AsyncConnection, entry: AuditEntry) -> None:
+    """`entry` as one audit row in the caller's transaction.
 
     Rows written as a post-hoc command's identity (libs/core/contracts/identity.py) are always post-hoc.
     """
-    post_hoc = post_hoc or is_post_hoc(caller)
+    post_hoc = entry.post_hoc or is_post_hoc(entry.caller)
     with steps.step("audit"):
-        await conn.execute(
-            q.INSERT_AUDIT,
-            {"scope_id": scope.id if scope else None, "kind": kind, "agent_id": caller.agent_id,
-             "session_id": session_id, "tool": caller.tool, "fact_id": fact_id, "entity_id": entity_id,
-             "before": Jsonb(before) if before is not None else None,
-             "after": Jsonb(after) if after is not None else None, "reason": reason, "post_hoc": post_hoc},
-        )
+        await conn.execute(q.INSERT_AUDIT, _audit_row(entry, post_hoc))
+
+
+def _audit_row(entry: AuditEntry, post_hoc: bool) -> dict[str, Any]:
+    # The named parameters of INSERT_AUDIT.
+    return {"scope_id": entry.scope.id if entry.scope else None, "kind": entry.kind,
+            "agent_id": entry.caller.agent_id, "session_id": entry.session_id, "tool": entry.caller.tool,
+            "fact_id": entry.fact_id, "entity_id": entry.entity_id,
+            "before": Jsonb(entry.before) if entry.before is not None else None,
+            "after": Jsonb(entry.after) if entry.after is not None else None, "reason": entry.reason,
+            "post_hoc": post_hoc}
 
 
 async def emit(conn: psycopg.AsyncConnection, caller: Caller, kind: str, payload: dict[str, Any]) -> None:

@@ -38,7 +38,7 @@ from echo_memory.libs.core.contracts.identity import require_admin
 from echo_memory.libs.core.contracts.write import Candidate
 from echo_memory.libs.server.store.access import Scope, accessible_scopes, resolve_read_scopes, resolve_scope
 from echo_memory.services.writes import identity_queries as q
-from echo_memory.services.writes.episode import audit
+from echo_memory.services.writes.episode import AuditEntry, audit
 from echo_memory.services.writes.queries import SCOPE_WRITE_LOCK
 
 
@@ -102,10 +102,11 @@ async def entity_merge(conn: psycopg.AsyncConnection, caller: Caller, args: Enti
     assert row is not None
     merge_id, merged_at = int(row[0]), row[1]
     following = await _count(conn, q.FACTS_OF_GROUP, {"scope_id": scope.id, "entity_id": absorb.entity_id})
-    await audit(conn, caller, scope, kind="entity_merged", entity_id=absorb.entity_id, reason=reason, after={
-        "merge_id": merge_id, "absorbed_id": absorb.entity_id, "absorbed": absorb.name,
-        "surviving_id": keep.entity_id, "surviving": keep.name, "facts_following": following,
-    })
+    await audit(conn, AuditEntry(
+        caller, scope, kind="entity_merged", entity_id=absorb.entity_id, reason=reason, after={
+            "merge_id": merge_id, "absorbed_id": absorb.entity_id, "absorbed": absorb.name,
+            "surviving_id": keep.entity_id, "surviving": keep.name, "facts_following": following,
+        }))
     return EntityMergeResult(merge_id=merge_id, surviving=keep, absorbed=absorb, facts_following=following,
                              merged_at=merged_at)
 
@@ -139,10 +140,11 @@ async def entity_unmerge(
     assert row is not None  # the scope lock keeps the merge in force since it was read
     restored = EntityRef(entity_id=str(merge["absorbed_id"]), name=merge["name"], type=merge["type"], scope=scope.name)
     returned = await _count(conn, q.FACTS_OF_GROUP, {"scope_id": scope.id, "entity_id": restored.entity_id})
-    await audit(conn, caller, scope, kind="entity_unmerged", entity_id=restored.entity_id, reason=reason, after={
-        "merge_id": int(merge["id"]), "absorbed_id": restored.entity_id, "absorbed": restored.name,
-        "surviving_id": entity.entity_id, "surviving": entity.name, "facts_returned": returned,
-    })
+    await audit(conn, AuditEntry(
+        caller, scope, kind="entity_unmerged", entity_id=restored.entity_id, reason=reason, after={
+            "merge_id": int(merge["id"]), "absorbed_id": restored.entity_id, "absorbed": restored.name,
+            "surviving_id": entity.entity_id, "surviving": entity.name, "facts_returned": returned,
+        }))
     return EntityUnmergeResult(merge_id=int(merge["id"]), entity=entity, restored=restored, facts_returned=returned,
                                undone_at=row[0])
 
@@ -182,10 +184,11 @@ async def entity_rename(conn: psycopg.AsyncConnection, caller: Caller, args: Ent
     after = await _aliases(conn, scope, entity.entity_id)
     default = (f"a person renamed '{entity.name}' back to '{new_name}'" if undoing is not None
                else f"a person renamed '{entity.name}' to '{new_name}'")
-    await audit(conn, caller, scope, kind="entity_renamed", entity_id=entity.entity_id,
-                reason=_reason(args.reason, default),
-                before={"name": entity.name, **_alias_state(before)},
-                after={"name": new_name, "undid_last_rename": undoing is not None, **_alias_state(after)})
+    await audit(conn, AuditEntry(
+        caller, scope, kind="entity_renamed", entity_id=entity.entity_id,
+        reason=_reason(args.reason, default),
+        before={"name": entity.name, **_alias_state(before)},
+        after={"name": new_name, "undid_last_rename": undoing is not None, **_alias_state(after)}))
     renamed = entity.model_copy(update={"name": new_name})
     return EntityRenameResult(entity=renamed, old_name=entity.name, aliases=[a["alias"] for a in after])
 

@@ -43,7 +43,7 @@ from echo_memory.libs.server.store.access import Scope, accessible_scopes
 from echo_memory.libs.server.store.sql_files import SqlFile
 from echo_memory.services.writes import queries as q
 from echo_memory.services.writes.cursors import make_cursor, read_cursor
-from echo_memory.services.writes.episode import audit, emit
+from echo_memory.services.writes.episode import AuditEntry, audit, emit
 from echo_memory.services.writes.evidence import ids
 
 sql = SqlFile(Path(__file__).with_name("post_hoc.sql"))
@@ -125,13 +125,14 @@ async def add_causal_hints(
                 "tool": HINTS_TOOL, "session_id": args.session_id})).fetchone()
             new_id = str(new[0])  # type: ignore[index]
             scope = _scope(row["scope_id"], row["scope_name"])
-            await audit(conn, writer, scope, kind="causal_hint_added", session_id=args.session_id, fact_id=new_id,
-                        before={"causal_hint": None, "fact_id": fact_id},
-                        after={"source": row["source"], "target": row["target"], "relation": row["relation"],
-                               "text": row["text"], "confidence": row["confidence"],
-                               "causal_hint": hint.causal_hint, "fact_id": new_id, "quote": hint.quote},
-                        reason=f"{HINTS_AGENT} (the user's own model) added the causal hint '{hint.causal_hint}', "
-                        f"quoting the sentence: \"{hint.quote}\"")
+            await audit(conn, AuditEntry(
+                writer, scope, kind="causal_hint_added", session_id=args.session_id, fact_id=new_id,
+                before={"causal_hint": None, "fact_id": fact_id},
+                after={"source": row["source"], "target": row["target"], "relation": row["relation"],
+                       "text": row["text"], "confidence": row["confidence"],
+                       "causal_hint": hint.causal_hint, "fact_id": new_id, "quote": hint.quote},
+                reason=f"{HINTS_AGENT} (the user's own model) added the causal hint '{hint.causal_hint}', "
+                f"quoting the sentence: \"{hint.quote}\""))
             await emit(conn, writer, "fact.superseded", {"fact_id": new_id, "scope": row["scope_name"],
                                                          "scope_id": str(row["scope_id"]), "supersedes": fact_id})
             result.added.append(HintAdded(fact_id=fact_id, new_fact_id=new_id, causal_hint=hint.causal_hint))
@@ -186,10 +187,11 @@ async def clear_post_hoc(conn: psycopg.AsyncConnection, caller: Caller, args: Cl
         statement = "release_distilled" if args.apply else "distilled_by"
         released = [str(r[0]) for r in await (await conn.execute(sql(statement), {"agent": args.agent})).fetchall()]
         if args.apply and released:
-            await audit(conn, caller, None, kind="post_hoc_cleared", post_hoc=True,
-                        after={"released_episode_ids": released, "agent": args.agent},
-                        reason=f"the admin cleared {args.agent}'s writes: {len(released)} imported turn(s) it had "
-                        "marked distilled are pending again")
+            await audit(conn, AuditEntry(
+                caller, None, kind="post_hoc_cleared", post_hoc=True,
+                after={"released_episode_ids": released, "agent": args.agent},
+                reason=f"the admin cleared {args.agent}'s writes: {len(released)} imported turn(s) it had "
+                "marked distilled are pending again"))
     return ClearPostHocResult(applied=args.apply, facts=cleared, released_episodes=released)
 
 
@@ -210,6 +212,7 @@ async def _clear_one(
     else:
         await emit(conn, caller, "fact.ended", {**event, "fact_id": item.fact_id})
         reason = f"the admin cleared {agent}'s writes: its version ended, with no earlier claim to restore"
-    await audit(conn, caller, scope, kind="post_hoc_cleared", fact_id=item.fact_id, post_hoc=True,
-                before={"fact_id": item.fact_id, "text": item.text, "agent": agent},
-                after={"restored_from": item.restored_from, "fact_id": item.restored_fact_id}, reason=reason)
+    await audit(conn, AuditEntry(
+        caller, scope, kind="post_hoc_cleared", fact_id=item.fact_id, post_hoc=True,
+        before={"fact_id": item.fact_id, "text": item.text, "agent": agent},
+        after={"restored_from": item.restored_from, "fact_id": item.restored_fact_id}, reason=reason))

@@ -21,7 +21,7 @@ from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
 from echo_memory.libs.core.secrets import find_secret
 from echo_memory.libs.server.store.access import SOLO, Scope, resolve_scope
 from echo_memory.services.writes import queries as q
-from echo_memory.services.writes.episode import audit, emit
+from echo_memory.services.writes.episode import AuditEntry, audit, emit
 
 # Looked up by primary key to learn the fact's scope, which is then checked against the caller.
 FACT_WITH_SCOPE = """
@@ -89,9 +89,10 @@ async def record_recall_save(
     if existing is not None:
         return RecordRecallSaveResult(save_id=str(existing[0]), fact_id=fact_id, read_id=read_id, already=True)
     save_id = str((await (await conn.execute(INSERT_SAVE, params)).fetchone())[0])  # type: ignore[index]
-    await audit(conn, caller, scope, kind="recall_saved", fact_id=fact_id,
-                after={"save_id": save_id, "read_id": read_id, "note": args.note},
-                reason=f"{caller.agent_id} said a recalled fact helped: {args.note}")
+    await audit(conn, AuditEntry(
+        caller, scope, kind="recall_saved", fact_id=fact_id,
+        after={"save_id": save_id, "read_id": read_id, "note": args.note},
+        reason=f"{caller.agent_id} said a recalled fact helped: {args.note}"))
     await emit(conn, caller, "recall.saved",
                {"save_id": save_id, "fact_id": fact_id, "read_id": read_id, "scope_id": scope.id,
                 "agent_id": caller.agent_id})

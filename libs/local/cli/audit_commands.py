@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from echo_memory.libs.core.config import Settings
-from echo_memory.libs.core.contracts.audit import ExportFileError, WhyResult
+from echo_memory.libs.core.contracts.audit import ExportFileError, WhyInput, WhyResult
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.framing import frame_text
 from echo_memory.libs.local.backup import (
@@ -76,6 +76,10 @@ def _run(settings: Settings, command: str, work: Awaitable[int]) -> int:
 @asynccontextmanager
 async def admin_session(settings: Settings) -> AsyncIterator[Call]:
     """One bounded bus connection for a whole command, calling as the org's admin identity.
+
+    By name: export and restore (libs/local/backup.py) carry the records exactly as the service
+    wrote them, which a result model would parse and serialise again; the test tiers answer the
+    same call shape. A command's single typed request is `admin_call` (libs/local/connection.py).
 
     Raises NotRunning or BusUnreachable (libs/local/connection.py) when the bus cannot be reached.
     """
@@ -180,8 +184,10 @@ async def _restore(settings: Settings, file: str, scope: str | None, progress: b
 
 
 async def _why(settings: Settings, fact_id: str, as_json: bool) -> int:
-    async with admin_session(settings) as call:
-        result = WhyResult.model_validate(await call("audit", "why", {"fact_id": fact_id}, settings.timeouts.read))
+    from echo_memory.libs.core.contracts.verbs import WHY
+    from echo_memory.libs.local.connection import admin_call
+
+    result = await admin_call(settings, WHY, WhyInput(fact_id=fact_id))
     print(result.model_dump_json(indent=2) if as_json else render_why(result))
     return 0
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from echo_memory.libs.core.config import Settings
-from echo_memory.libs.core.contracts.admin import StatusResult
+from echo_memory.libs.core.contracts.admin import NoArgs
 from echo_memory.libs.core.contracts.audit import ExportFileError
 from echo_memory.libs.core.contracts.demo import DEMO_PREFIX, DEMO_SCOPE, is_demo_scope
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.local.backup import Call, import_lines
 from echo_memory.libs.local.cli.audit_commands import admin_session
-from echo_memory.libs.local.connection import connect_bus
+from echo_memory.libs.local.connection import admin_call, connect_bus
 from echo_memory.libs.local.supervisor.ports import port_in_use
 from echo_memory.libs.server import eventloop
 
@@ -143,8 +143,9 @@ def _demo_seed(settings: Settings, args: Any) -> int:
 
 
 async def _remove(settings: Settings, scope: str) -> int:
-    async with admin_session(settings) as call:
-        status = StatusResult.model_validate(await call("writes", "status", {}, settings.timeouts.admin))
+    from echo_memory.libs.core.contracts.verbs import STATUS
+
+    status = await admin_call(settings, STATUS, NoArgs())
     found = next((s for s in status.scopes if s.scope == scope), None)
     if found is None or found.facts == 0:
         print(f"demo-seed: scope '{scope}' holds no demo memory; nothing to remove")

@@ -18,16 +18,20 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.errors import EchoError
+from echo_memory.libs.core.contracts.imports import ImportEpisodesInput, ImportEpisodesResult
 from echo_memory.libs.local.history.base import Conversation, Source
 from echo_memory.libs.local.history.engine import Importer, Send, SourceReport
 from echo_memory.libs.local.history.sources import SOURCE_NAMES, build_source, source_of_file
 from echo_memory.libs.local.history.state import ImportState, state_path
 from echo_memory.libs.local.importers.sources import FROM_NAMES
 from echo_memory.libs.server import eventloop
+
+if TYPE_CHECKING:  # the bus client (FastStream) is loaded only once a command sends
+    from echo_memory.libs.server.bus.client import BusClient
 
 IMPORT_TOOL = "echo-memory import"
 
@@ -127,18 +131,19 @@ async def _once(importer: Importer, one: tuple[Source, Conversation] | None) -> 
     return await importer.run()
 
 
-def _sender(client: Any, settings: Settings, scope: str | None) -> Send:
+def _sender(client: BusClient, settings: Settings, scope: str | None) -> Send:
     from echo_memory.libs.core.contracts.bus import Caller
+    from echo_memory.libs.core.contracts.parsing import parse_args
+    from echo_memory.libs.core.contracts.verbs import IMPORT_EPISODES
 
-    async def send(source: str, episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    async def send(source: str, episodes: list[dict[str, Any]]) -> ImportEpisodesResult:
         # The turns were had by the source client, not by whoever runs the import: that agent
         # is the provenance (the CLI on the host is trusted like the admin identity it also uses).
         caller = Caller(org=settings.org, agent_id=source, read_scopes=[], write_scopes=[scope or "shared"],
                         tool=IMPORT_TOOL)
-        args: dict[str, Any] = {"episodes": episodes, **({"scope": scope} if scope else {})}
-        result: dict[str, Any] = await client.call_by_name(caller=caller, service="writes", verb="import_episodes",
-                                                   args=args, timeout=settings.timeouts.bulk)
-        return result
+        # Parsed as the service parses it: a turn it would refuse is the same InvalidArgument here.
+        request = parse_args(ImportEpisodesInput, {"episodes": episodes, **({"scope": scope} if scope else {})})
+        return await client.call(IMPORT_EPISODES, request, caller=caller, timeout=settings.timeouts.bulk)
 
     return send
 

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from echo_memory.libs.core.config import Settings
 from echo_memory.libs.core.contracts.errors import EchoError, InvalidArgument
 from echo_memory.libs.core.contracts.identity import is_reserved_agent
+from echo_memory.libs.core.contracts.verbs import In, Out, Verb
 from echo_memory.libs.local.importers.engine import Importer, Report, Send
 from echo_memory.libs.local.importers.sources import FROM_SOURCES, plain_path
 from echo_memory.libs.local.importers.state import FromState, from_state_path
 from echo_memory.libs.server import eventloop
+
+if TYPE_CHECKING:  # the bus client (FastStream) is loaded only once a command sends
+    from echo_memory.libs.server.bus.client import BusClient
 
 SHOWN_REASONS = 20
 
@@ -89,18 +93,16 @@ async def import_from(settings: Settings, source: str, path_text: str, *, scope:
     return report
 
 
-def sender(client: Any, settings: Settings, source: str, scope: str | None) -> Send:
+def sender(client: BusClient, settings: Settings, source: str, scope: str | None) -> Send:
     """write_episode (end_facts for a deletion) as the agent that kept the memories, the import named as the tool."""
     from echo_memory.libs.core.contracts.bus import Caller
 
-    async def send(agent: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def send(agent: str, verb: Verb[In, Out], args: In) -> Out:
         # The CLI on the host is trusted like the admin identity it also uses: the records were
         # written by the source's agent, and that is the provenance the store keeps.
         caller = Caller(org=settings.org, agent_id=agent, read_scopes=[scope or "shared"],
                         write_scopes=[scope or "shared"], tool=tool_of(source))
-        result: dict[str, Any] = await client.call_by_name(caller=caller, service="writes", verb=verb, args=args,
-                                                   timeout=settings.timeouts.write)
-        return result
+        return await client.call(verb, args, caller=caller, timeout=settings.timeouts.write)
 
     return send
 

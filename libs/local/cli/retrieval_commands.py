@@ -89,20 +89,13 @@ def register(sub: Any) -> None:
     register_benchmark(sub)
 
 
-def _call(settings: Any, *, bulk: bool = True):  # type: ignore[no-untyped-def]
-    """`call(service, verb, args)` as the admin, each request bounded by the bulk time-out (the
-    harnesses, which load and query under load) or, with bulk=False, by its verb's own class."""
-    from echo_memory.libs.local.connection import admin_call_by_name
-
-    async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-        return await admin_call_by_name(settings, service, verb, args, timeout=settings.timeouts.bulk if bulk else None)
-
-    return call
-
-
 def _recall(settings: Any, args: Any) -> int:
     from echo_memory.libs.core.contracts.errors import EchoError
     from echo_memory.libs.core.contracts.framing import render_recall
+    from echo_memory.libs.core.contracts.parsing import parse_args
+    from echo_memory.libs.core.contracts.query import QueryMemoryInput
+    from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY
+    from echo_memory.libs.local.connection import admin_call
 
     if not args.question.strip() and not args.about:
         # Said here: the service's sentence names `digest`, a tool argument this command has no flag for.
@@ -114,41 +107,48 @@ def _recall(settings: Any, args: Any) -> int:
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
     try:
-        result = eventloop.run(_call(settings, bulk=False)("retrieval", "query_memory", body), use_uvloop=settings.uvloop)
+        # Parsed as the service parses it (a bad --as-of is its InvalidArgument); only the flags given are sent.
+        request = parse_args(QueryMemoryInput, body)
+        result = eventloop.run(admin_call(settings, QUERY_MEMORY, request), use_uvloop=settings.uvloop)
     except EchoError as exc:  # NotRunning and BusUnreachable among them
         print(f"echo-memory recall: {exc.code}: {exc.message}", file=sys.stderr)
         return 1
-    print(json.dumps(result, indent=2) if args.json else render_recall(result))
+    shown = result.model_dump(mode="json")
+    print(json.dumps(shown, indent=2) if args.json else render_recall(shown))
     return 0
 
 
 def _reindex(settings: Any, args: Any) -> int:
     from echo_memory.libs.core.contracts.errors import EchoError
+    from echo_memory.libs.core.contracts.reindex import LexicalStatusInput, ReindexInput
+    from echo_memory.libs.core.contracts.verbs import LEXICAL_STATUS, REINDEX
+    from echo_memory.libs.local.connection import admin_call
     from echo_memory.libs.local.eval.runner import progress
 
     async def run() -> None:
-        call = _call(settings, bulk=False)
+        scope = args.scope
         if args.status:
-            print(json.dumps(await call("reindex", "lexical_status", {"scope": args.scope}), indent=2))
+            status = await admin_call(settings, LEXICAL_STATUS, LexicalStatusInput(scope=scope))
+            print(json.dumps(status.model_dump(mode="json"), indent=2))
             return
-        stats = await call("reindex", "reindex", {"scope": args.scope, "step": "lexical"})
-        progress("lexical statistics", stats["total"], stats["total"])
+        stats = await admin_call(settings, REINDEX, ReindexInput(scope=scope, step="lexical"))
+        progress("lexical statistics", stats.total, stats.total)
         if args.lexical_only:
             return
         cursor: str | None = None
         done = 0
         while True:
-            page = await call("reindex", "reindex", {"scope": args.scope, "step": "embeddings", "after": cursor})
-            done += page["processed"]
-            progress("embeddings", done if page["next"] else page["total"], page["total"])
-            cursor = page["next"]
+            page = await admin_call(settings, REINDEX, ReindexInput(scope=scope, step="embeddings", after=cursor))
+            done += page.processed
+            progress("embeddings", done if page.next else page.total, page.total)
+            cursor = page.next
             if cursor is None:
                 break
-        graph = await call("reindex", "reindex", {"scope": args.scope, "step": "graph"})
-        if graph.get("skipped"):
-            print(f"graph mirror: skipped ({graph['skipped']})", file=sys.stderr)
+        graph = await admin_call(settings, REINDEX, ReindexInput(scope=scope, step="graph"))
+        if graph.skipped:
+            print(f"graph mirror: skipped ({graph.skipped})", file=sys.stderr)
         else:
-            progress("graph mirror", graph["processed"], graph["total"])
+            progress("graph mirror", graph.processed, graph.total)
 
     try:
         eventloop.run(run(), use_uvloop=settings.uvloop)

@@ -53,7 +53,11 @@ WARM_SEED = 97
 
 @dataclass
 class Target:
-    """How the benchmark reaches a system: an MCP session, and optionally the bus and the database."""
+    """How the benchmark reaches a system: an MCP session, and optionally the bus and the database.
+
+    `bus` goes by name, as the eval runners' call does: the timer sends one tool name and its
+    arguments through the edge and the bus alike, and times only the request, not a result model.
+    """
 
     mcp: Callable[[], AbstractAsyncContextManager[Any]]
     bus: Call | None

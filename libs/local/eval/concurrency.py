@@ -26,16 +26,25 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 import psycopg
 
+from echo_memory.libs.core.contracts.admin import ScopeCreateInput, TokenCreateInput
+from echo_memory.libs.core.contracts.query import QueryMemoryInput
+from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY, SCOPE_CREATE, TOKEN_CREATE, WRITE_EPISODE, In, Out, Verb
+from echo_memory.libs.core.contracts.write import WriteEpisodeInput
 from echo_memory.libs.local.eval import synthetic
 from echo_memory.libs.local.eval.metrics import latency_stats
 
-AdminCall = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 SCOPE = "bench-concurrency"
+
+
+class AdminCall(Protocol):
+    """`verb`'s result for `args`, asked over the bus as the org's admin identity."""
+
+    async def __call__(self, verb: Verb[In, Out], args: In) -> Out: ...
 
 
 class System:
@@ -153,13 +162,12 @@ async def embedded_system() -> AsyncIterator[tuple[System, AdminCall, str, str]]
         bus = BusClient(broker)
         admin = Caller(org=state.org, agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 
-        async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
-            return await bus.call_by_name(caller=admin, service=service, verb=verb, args=args, timeout=600)
+        async def call(verb: Verb[In, Out], args: In) -> Out:
+            return await bus.call(verb, args, caller=admin, timeout=600)
 
-        await call("writes", "scope_create", {"name": SCOPE})
-        created = await call("writes", "token_create", {"agent_id": "bench", "read_scopes": [SCOPE],
-                                                          "write_scopes": [SCOPE]})
-        yield system, call, str(state.edge_url), str(created["token"])
+        await call(SCOPE_CREATE, ScopeCreateInput(name=SCOPE))
+        created = await call(TOKEN_CREATE, TokenCreateInput(agent_id="bench", read_scopes=[SCOPE], write_scopes=[SCOPE]))
+        yield system, call, str(state.edge_url), created.token
     finally:
         if broker is not None:
             await broker.stop()
@@ -169,11 +177,15 @@ async def embedded_system() -> AsyncIterator[tuple[System, AdminCall, str, str]]
             shutil.rmtree(home, ignore_errors=True)
 
 
+def _write(source: synthetic.FactSource, facts: list[synthetic.Fact]) -> WriteEpisodeInput:
+    return WriteEpisodeInput.model_validate(source.write_args(facts, SCOPE))
+
+
 async def _load(call: AdminCall, source: synthetic.FactSource, count: int) -> None:
     for facts in source.batches(count):
-        result = await call("writes", "write_episode", source.write_args(facts, SCOPE))
-        if not result.get("stored") or result.get("partial"):
-            raise RuntimeError(f"a benchmark batch was not fully stored: {str(result)[:300]}")
+        result = await call(WRITE_EPISODE, _write(source, facts))
+        if not result.stored or result.partial:
+            raise RuntimeError(f"a benchmark batch was not fully stored: {str(result.model_dump())[:300]}")
 
 
 Asker = Callable[[str], Awaitable[None]]
@@ -226,7 +238,7 @@ class _BusAskers:
 
     async def open(self, _: int) -> Asker:
         async def ask(text: str) -> None:
-            await self.call("retrieval", "query_memory", {"query": text, "scope": SCOPE})
+            await self.call(QUERY_MEMORY, QueryMemoryInput(query=text, scope=SCOPE))
 
         return ask
 
@@ -295,7 +307,7 @@ async def run_concurrency(levels: list[int], sizes: list[int], queries: int, wri
             loaded = size
             asked = synthetic.questions(queries, seed=11 + size)
             for question in asked[:5]:  # warm caches and the model before measuring
-                await call("retrieval", "query_memory", {"query": question, "scope": SCOPE})
+                await call(QUERY_MEMORY, QueryMemoryInput(query=question, scope=SCOPE))
             await asyncio.to_thread(system.analyze)
             report.setdefault("settled_s", {})[str(size)] = await _settle(system)
             pss = system.pss_mb()
@@ -312,8 +324,9 @@ async def run_concurrency(levels: list[int], sizes: list[int], queries: int, wri
                 row["bus"].append(await _level(system, clients, asked, bus.open, bus.close))
             write_ms: list[float] = []
             for facts in source.batches(writes, size=1):
+                request = _write(source, facts)  # validated before the clock starts: the figure is the request
                 started = time.perf_counter()
-                await call("writes", "write_episode", source.write_args(facts, SCOPE))
+                await call(WRITE_EPISODE, request)
                 write_ms.append((time.perf_counter() - started) * 1000)
             loaded += writes
             row["write_bus"] = latency_stats(write_ms)

@@ -27,9 +27,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from echo_memory.libs.core.contracts.query import QueryMemoryInput, QueryMemoryResult
 from echo_memory.libs.local.eval.metrics import bootstrap_ci, hit_at, reciprocal_rank, summarise
 
-Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+# The throw-away system's query_memory; restores go by name (libs/local/backup.py carries the
+# export's records as the service wrote them).
+Ask = Callable[[QueryMemoryInput], Awaitable[QueryMemoryResult]]
 TimedCall = Callable[[str, str, dict[str, Any], float], Awaitable[dict[str, Any]]]
 
 
@@ -136,16 +139,15 @@ async def restore(call: TimedCall, lines: list[dict[str, Any]], scope: str | Non
     return dict(result.id_map)
 
 
-async def score(call: Call, scope: str, queries: Sequence[OwnQuery], id_map: dict[str, str]) -> list[dict[str, Any]]:
+async def score(ask: Ask, scope: str, queries: Sequence[OwnQuery], id_map: dict[str, str]) -> list[dict[str, Any]]:
     """One row per query: kind, hit@10, MRR@10 and the tokens the top-10 recall returned."""
     rows = []
     for query in queries:
         gold = {id_map.get(g, g) for g in query.gold}
-        result = await call("retrieval", "query_memory",
-                            {"query": query.text, "scope": scope, "top_k": DEPTH, "include_episodes": False})
-        ranked = [item["id"] for item in result["results"]]
+        result = await ask(QueryMemoryInput(query=query.text, scope=scope, top_k=DEPTH, include_episodes=False))
+        ranked = [item.id for item in result.results]
         rows.append({"kind": query.kind, "query": query.text, "hit10": hit_at(ranked, gold, DEPTH),
-                     "mrr10": reciprocal_rank(ranked, gold, DEPTH), "tokens": float(result["total_tokens"])})
+                     "mrr10": reciprocal_rank(ranked, gold, DEPTH), "tokens": float(result.total_tokens)})
     return rows
 
 
@@ -202,6 +204,7 @@ async def run(
     `ablate` restarts retrieval with each channel off in turn and pairs it with the full system.
     Raises EmptyStore for a scope with no active fact, EchoError from either system.
     """
+    from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY
     from echo_memory.libs.local.eval.system import restart_service, throwaway_stack
 
     lines = await read_scope(read, scope, timeout)
@@ -211,24 +214,27 @@ async def run(
         async def call(service: str, verb: str, args: dict[str, Any], wait: float | None = None) -> dict[str, Any]:
             return await stack.admin_call(service, verb, args, timeout=wait or timeout)
 
+        async def ask(request: QueryMemoryInput) -> QueryMemoryResult:
+            return await stack.admin_request(QUERY_MEMORY, request, timeout=timeout)
+
         id_map = await restore(call, lines, None, timeout)
-        rows = await score(call, scope, queries, id_map)
+        rows = await score(ask, scope, queries, id_map)
         out = report(scope, lines, rows, context=context or bool(sweep))
         if sweep:
-            out["sweep"] = await _sweep(call, lines, sweep, limit=limit, seed=seed, timeout=timeout)
+            out["sweep"] = await _sweep(call, ask, lines, sweep, limit=limit, seed=seed, timeout=timeout)
         if ablate:
             out["ablation"] = {}
             channels = tuple(retrieval.channels)
             for channel in channels:
                 off = retrieval.model_copy(update={"channels": tuple(c for c in channels if c != channel)})
                 await restart_service(stack, "retrieval", retrieval=off)
-                out["ablation"][channel] = paired(rows, await score(call, scope, queries, id_map))
+                out["ablation"][channel] = paired(rows, await score(ask, scope, queries, id_map))
             await restart_service(stack, "retrieval", retrieval=retrieval)
         return out
 
 
-async def _sweep(call: ThrowawayCall, lines: list[dict[str, Any]], sizes: Sequence[int], *, limit: int, seed: int,
-                 timeout: float) -> list[dict[str, Any]]:
+async def _sweep(call: ThrowawayCall, ask: Ask, lines: list[dict[str, Any]], sizes: Sequence[int], *, limit: int,
+                 seed: int, timeout: float) -> list[dict[str, Any]]:
     """Tokens per recall against the full dump and hit@10, one row per subsample size of the user's facts."""
     rows: list[dict[str, Any]] = []
     total = len(active_facts(lines))
@@ -236,7 +242,7 @@ async def _sweep(call: ThrowawayCall, lines: list[dict[str, Any]], sizes: Sequen
         part = subsample(lines, min(size, total), seed=seed)
         name = f"eval-size-{min(size, total)}"
         id_map = await restore(call, part, name, timeout)
-        measured = report(name, part, await score(call, name, derive_queries(part, limit=limit, seed=seed), id_map),
+        measured = report(name, part, await score(ask, name, derive_queries(part, limit=limit, seed=seed), id_map),
                           context=True)
         ctx = measured["context"]
         rows.append({"size": size, "facts": measured["active_facts"], "queries": measured["queries"],

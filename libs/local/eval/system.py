@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from echo_memory.libs.core.config.edge import EdgeSettings
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
+from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY, WRITE_EPISODE, Verb
 from echo_memory.libs.local.stack import EchoStack, server_dir
 from echo_memory.libs.local.supervisor.nats import NatsServer
 from echo_memory.libs.local.supervisor.ports import free_port
@@ -27,6 +28,8 @@ from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.store.schema import apply_migrations
 
 ORG = "bench"
+# A harness' bus call: (service, verb, arguments) -> the result as the service sent it.
+Call = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def channel_settings(channels: str | None) -> RetrievalSettings:
@@ -65,8 +68,9 @@ async def throwaway_stack(
 
 
 # A verb of each service the harness restarts; probed with invalid arguments, which the service
-# refuses without side effects — any answer at all means it is subscribed.
-PROBE_VERBS = {"retrieval": "query_memory", "writes": "write_episode"}
+# refuses without side effects — any answer at all means it is subscribed. Invalid arguments are no
+# instance of the verb's model, so the probe goes by name.
+PROBE_VERBS: dict[str, Verb[Any, Any]] = {"retrieval": QUERY_MEMORY, "writes": WRITE_EPISODE}
 
 
 async def restart_service(
@@ -86,7 +90,8 @@ async def restart_service(
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         try:
-            await stack.admin_call(name, PROBE_VERBS[name], {"__probe__": True}, timeout=5)
+            probe = PROBE_VERBS[name]
+            await stack.admin_call(probe.service, probe.name, {"__probe__": True}, timeout=5)
         except Unavailable:
             if asyncio.get_running_loop().time() > deadline:
                 raise
@@ -97,8 +102,12 @@ async def restart_service(
         return
 
 
-def stack_call(stack: EchoStack, timeout: float = 600) -> Any:
-    """The harness' `call(service, verb, args)` over the stack's admin bus connection."""
+def stack_call(stack: EchoStack, timeout: float = 600) -> Call:
+    """The harness' `call(service, verb, args)` over the stack's admin bus connection.
+
+    By name: the runners (libs/local/eval/runner.py and the other harnesses) take this one call shape,
+    which the tests also fill with `EchoStack.admin_call` and the test tiers' `admin_call`.
+    """
 
     async def call(service: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
         return await stack.admin_call(service, verb, args, timeout=timeout)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from echo_memory.libs.core.contracts.imports import ImportEpisodesResult
 from echo_memory.libs.core.secrets import find_secret, redact_secrets
 from echo_memory.libs.local.history.base import Conversation, ReadStats, Source
 from echo_memory.libs.local.history.projects import project_of
@@ -24,7 +25,7 @@ from echo_memory.libs.local.history.turns import Turn, content_hash, render
 BATCH_TURNS = 128
 BATCH_BYTES = 600_000
 
-Send = Callable[[str, list[dict[str, Any]]], Awaitable[dict[str, Any]]]  # (source, episodes) -> result
+Send = Callable[[str, list[dict[str, Any]]], Awaitable[ImportEpisodesResult]]  # (source, episodes) -> result
 
 
 @dataclass
@@ -186,8 +187,8 @@ class Importer:
     async def _flush(self, source: str, pending: _Pending, report: SourceReport) -> None:
         if pending.episodes and self.send is not None:
             result = await self.send(source, pending.episodes)
-            report.imported += int(result["imported"])
-            report.already += int(result.get("already", 0))
+            report.imported += result.imported
+            report.already += result.already
         for key, cp in pending.checkpoints.items():
             self.state.save(source, key, cp)
         pending.episodes, pending.checkpoints, pending.size = [], {}, 0

@@ -17,19 +17,27 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
-from echo_memory.libs.core.contracts.end_facts import MAX_END_FACTS, EndFactsResult
+from echo_memory.libs.core.contracts.end_facts import MAX_END_FACTS, EndFactsInput
 from echo_memory.libs.core.contracts.errors import EchoError
-from echo_memory.libs.core.contracts.write import MAX_ENTITIES, MAX_FACTS, WriteEpisodeResult
+from echo_memory.libs.core.contracts.parsing import parse_args
+from echo_memory.libs.core.contracts.verbs import END_FACTS, WRITE_EPISODE, In, Out, Verb
+from echo_memory.libs.core.contracts.write import MAX_ENTITIES, MAX_FACTS, WriteEpisodeInput, WriteEpisodeResult
 from echo_memory.libs.local.importers.records import OUTCOMES, WRITTEN, Outcome, SourceRecord
 from echo_memory.libs.local.importers.state import FromState
 
-# (agent, verb, arguments) -> the result as a dict; raises EchoError when the store refuses. The
-# verb is write_episode, or end_facts for a record that ends an edge (a deletion at the source).
-Send = Callable[[str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+class Send(Protocol):
+    """Sends `verb` with `args` as `agent`: its result, or the EchoError the store refused it with.
+
+    The verb is WRITE_EPISODE, or END_FACTS for a record that ends an edge (a deletion at the source).
+    """
+
+    async def __call__(self, agent: str, verb: Verb[In, Out], args: In) -> Out: ...
+
 
 IN_FLIGHT = 4
 RETRIES = 4  # a retryable error (conflict, unavailable, bus_timeout) is tried again this often
@@ -71,7 +79,8 @@ class Batch:
             self.entities.setdefault(_key(e.name), {"name": e.name, "type": e.type})
         self.edges.add(_edge(record))
 
-    def args(self, scope: str | None) -> dict[str, Any]:
+    def body(self, scope: str | None) -> dict[str, Any]:
+        """The batch's arguments as JSON, only the fields it sets: what is sent, and what its key digests."""
         if self.ends:
             ended = [{"source": r.fact.source, "target": r.fact.target, "relation": r.fact.relation,
                       "reason": r.reason or "ended at the source"} for r in self.records if r.fact is not None]
@@ -85,8 +94,16 @@ class Batch:
             body["scope"] = scope
         return body
 
+    def write_input(self, scope: str | None, key: str) -> WriteEpisodeInput:
+        """The write_episode arguments; InvalidArgument, as the service would answer, for a record it refuses."""
+        return parse_args(WriteEpisodeInput, {**self.body(scope), "idempotency_key": key})
+
+    def end_input(self, scope: str | None) -> EndFactsInput:
+        """The end_facts arguments; InvalidArgument, as the service would answer, for a record it refuses."""
+        return parse_args(EndFactsInput, self.body(scope))
+
     def key(self, source: str, scope: str | None) -> str:
-        body = json.dumps([source, self.agent, self.args(scope), [r.key for r in self.records]],
+        body = json.dumps([source, self.agent, self.body(scope), [r.key for r in self.records]],
                           sort_keys=True, ensure_ascii=False)
         return f"import-from:{source}:{hashlib.sha256(body.encode('utf-8')).hexdigest()[:48]}"
 
@@ -198,11 +215,11 @@ class Importer:
     async def _write(self, batch: Batch, key: str) -> list[tuple[Outcome, str | None, dict[str, Any]]]:
         try:
             if batch.ends:
-                ended = EndFactsResult.model_validate(await self._call(batch.agent, "end_facts", batch.args(self.scope)))
+                ended = await self._call(batch.agent, END_FACTS, batch.end_input(self.scope))
                 return [("ended", None, {"fact_id": r.fact_id}) if r.outcome == "ended" else
                         ("unchanged", "no current fact on that edge (ended already, or never stored)", {})
                         for r in ended.results]
-            result = await self._call(batch.agent, "write_episode", {**batch.args(self.scope), "idempotency_key": key})
+            result = await self._call(batch.agent, WRITE_EPISODE, batch.write_input(self.scope, key))
         except EchoError as exc:
             if exc.retryable or exc.code in RUN_ERRORS:
                 raise  # the system or the scope, not a record: the run stops, acknowledged records stay
@@ -215,9 +232,9 @@ class Importer:
                 single.add(record)
                 out += await self._write(single, single.key(self.source, self.scope))
             return out
-        return outcomes_of(batch.records, WriteEpisodeResult.model_validate(result))
+        return outcomes_of(batch.records, result)
 
-    async def _call(self, agent: str, verb: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, agent: str, verb: Verb[In, Out], args: In) -> Out:
         assert self.send is not None
         for attempt in range(RETRIES + 1):
             try:
