@@ -106,9 +106,10 @@ LIMIT %(limit)s
 # ef_search 200: on an organisation's store the default search's hit@10 was 0.83 at 80, 0.87 at
 # 200 and 0.89 at 400 against 0.89 for the exact scan (10k facts), 0.74 / 0.78 / 0.80 against 0.84
 # at 100k; Postgres CPU per query at 10k 9.0 / 12.9 / 23.2 ms (docs/BENCHMARKS.md).
-HNSW_SETTINGS = """
+EF_SEARCH = 200
+HNSW_SETTINGS = f"""
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('hnsw.ef_search', '200', true),
+       set_config('hnsw.ef_search', '{EF_SEARCH}', true),
        set_config('hnsw.max_scan_tuples', '40000', true)
 """
 
@@ -355,10 +356,21 @@ CROSS JOIN LATERAL (
 ORDER BY m.id
 """
 
-# The planner costs a digest's distance like any operator and misses the out-of-line reads, so
-# at a few thousand digests it picks the exact scan; switched off for DIGEST_MEMBERS alone.
-DIGEST_INDEX_ON = "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"
-DIGEST_INDEX_OFF = "SELECT set_config('enable_seqscan', 'on', true), set_config('enable_bitmapscan', 'on', true)"
+# The planner costs a digest's distance like any operator and misses the out-of-line reads, so at
+# a few thousand digests it reads them all and sorts unless table scans are switched off for
+# DIGEST_MEMBERS alone. Digests are few, so a short walk finds the nearest, and the walk's length
+# enters the planner's estimate: at ef_search 200 it read every digest through a btree index and
+# sorted (9.8 ms a query at 3,377 digests, against 1.1 ms through HNSW at 80). Sorting must stay
+# on: without it the members' lookup walks the facts' HNSW index instead (257 ms).
+DIGEST_EF_SEARCH = 80
+DIGEST_INDEX_ON = f"""
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+       set_config('hnsw.ef_search', '{DIGEST_EF_SEARCH}', true)
+"""
+DIGEST_INDEX_OFF = f"""
+SELECT set_config('enable_seqscan', 'on', true), set_config('enable_bitmapscan', 'on', true),
+       set_config('hnsw.ef_search', '{EF_SEARCH}', true)
+"""
 
 # A turn asks a question when its text ends with "?" (trailing spaces aside; a POSIX regular
 # expression for Postgres). Nothing about any one chat format: a note appended after the "?" makes

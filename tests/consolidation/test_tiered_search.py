@@ -8,6 +8,7 @@ from typing import Any
 
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.retrieval.queries import EF_SEARCH
 
 OLD = "The ledger service settles card payouts every night at two."
 NEW = "The ledger service exposes a gRPC API for balances."
@@ -58,8 +59,9 @@ async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only
     # settings switched off for that statement are back on for whatever the transaction runs next.
     assert await _digest_index_scans(handlers) > scans
     settings = await (await handlers.conn.execute(
-        "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan')")).fetchone()
-    assert settings == ("on", "on")
+        "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), "
+        "current_setting('hnsw.ef_search')")).fetchone()
+    assert settings == ("on", "on", str(EF_SEARCH))
     found = dict(hot)
     assert OLD in found and found[OLD] == ["via_digest"]  # through the ledger service's digest, not a channel
     assert all("via_digest" not in matched or text != NEW for text, matched in hot)
