@@ -7,6 +7,8 @@ uncommitted rows the HNSW index already holds; the searches run on that connecti
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
@@ -14,10 +16,15 @@ from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.query import QueryMemoryInput
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.retrieval import queries as q
 from echo_memory.services.retrieval.search import query_memory
 
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 TOPICS = ["billing", "search", "auth", "deploys", "payroll", "metrics", "email", "storage"]
+# How many candidates one HNSW scan keeps: a crowd larger than this hides a small scope from a plain scan.
+EF_SEARCH = int(re.search(r"'hnsw\.ef_search', '(\d+)'", q.HNSW_SETTINGS).group(1))  # type: ignore[union-attr]
+PER_CALL = 49  # at most 50 entities a write_episode call, the service among them
+CROWD = (EF_SEARCH // PER_CALL + 1) * PER_CALL
 
 
 def _episode(scope: str, index: int, topic: str) -> dict:
@@ -74,16 +81,17 @@ def _crowd_episode(scope: str, first: int, count: int) -> dict:
 async def test_hnsw_keeps_scanning_until_the_scope_fills_the_limit(handlers: Handlers, embedder: MiniLM) -> None:
     """A scope that is a small corner of the index still gets its rows from the HNSW path.
 
-    147 facts of another scope are all nearer the query than the 3 of the scope read, so a plain
-    HNSW scan (ef_search 40) would return only rows the scope filter then drops. The iterative
-    scan settings query_memory sets make pgvector keep walking the graph. Seq scans and sorts
-    are switched off so the planner takes the HNSW index even on this small table (otherwise it
-    reads the scope's 3 rows through the scope index and sorts them, and nothing is tested).
+    CROWD facts of another scope, more than a plain HNSW scan keeps (EF_SEARCH), are all nearer
+    the query than the 3 of the scope read, so that scan would return only rows the scope filter
+    then drops. The iterative scan settings query_memory sets make pgvector keep walking the graph.
+    Seq scans and sorts are switched off so the planner takes the HNSW index even on this small
+    table (otherwise it reads the scope's 3 rows through the scope index and sorts them, and
+    nothing is tested).
     """
     for scope in ("crowd", "lone"):
         await handlers.admin_call("writes", "scope_create", {"name": scope})
-    for first in range(0, 147, 49):  # at most 50 entities a call, the service among them
-        stored = await handlers.admin_call("writes", "write_episode", _crowd_episode("crowd", first, 49))
+    for first in range(0, CROWD, PER_CALL):
+        stored = await handlers.admin_call("writes", "write_episode", _crowd_episode("crowd", first, PER_CALL))
         assert stored["stored"] is True, stored.get("error")
     for index in range(3):
         stored = await handlers.admin_call("writes", "write_episode", _episode("lone", index, "billing"))
