@@ -1,4 +1,4 @@
-"""Shared pieces of the dashboard tests: a seeded stack and a running dashboard beside it."""
+"""Shared pieces of the dashboard tests: a seeded stack or test tier, and a running dashboard beside it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from echo_memory.libs.local.supervisor.ports import free_port
 from echo_memory.libs.server.bus.broker import make_broker
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.agents import Routes, timed_admin_call
+from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.dashboard.app import RunningDashboard, start_dashboard
 
 _VECTORS: dict[str, np.ndarray] = {}
@@ -31,6 +33,11 @@ def remembered(embedder: MiniLM) -> Callable[[list[str]], np.ndarray]:
 async def seed(stack: EchoStack, embedder: MiniLM, facts: int = 300, scope: str = "demo") -> dict[str, int]:
     """The invented org in `scope`, restored through the audit service's import."""
     return await seed_scope(stack.admin_call, stack.settings, scope, facts, seed=1, embed=remembered(embedder))
+
+
+async def seed_tier(tier: Handlers | Routes, embedder: MiniLM, facts: int = 300, scope: str = "demo") -> dict[str, int]:
+    """`seed` on a test tier: the same invented org, restored through the audit service's routes."""
+    return await seed_scope(timed_admin_call(tier), tier.settings, scope, facts, seed=1, embed=remembered(embedder))
 
 
 @asynccontextmanager

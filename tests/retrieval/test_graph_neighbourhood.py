@@ -3,18 +3,19 @@
 A hub entity with more edges than the cap must give the same edges on every call (the ranking
 depends on them), and after its rows moved on disk, in id order, with the seeds' own edges chosen first and each frontier entity
 contributing at most GRAPH_EDGES_PER_ENTITY edges each way.
+
+Handler tier: written through the services' real routes on one rolled-back transaction; the
+channel's statements run on that connection.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import psycopg
-
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.server.store.access import Scope
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval import channels as ch
 from echo_memory.services.retrieval.queries import GRAPH_EDGES_PER_ENTITY
 from echo_memory.services.retrieval.request import Search
@@ -34,36 +35,36 @@ def _edge(scope: str, source: str, target: str, new: list[str]) -> dict:
     }
 
 
-async def _build(stack: EchoStack, scope: str) -> None:
-    await stack.admin_call("writes", "scope_create", {"name": scope})
+async def _build(handlers: Handlers, scope: str) -> None:
+    await handlers.admin_call("writes", "scope_create", {"name": scope})
     for spoke in range(SPOKES):
         first = [HUB] if spoke == 0 else []
         episode = _edge(scope, HUB, f"spoke {spoke}", first + [f"spoke {spoke}"])
-        stored = await stack.admin_call("writes", "write_episode", episode)
+        stored = await handlers.admin_call("writes", "write_episode", episode)
         assert stored["stored"] is True, stored.get("error")
         for leaf in range(5):
             name = f"leaf {spoke}.{leaf}"
-            stored = await stack.admin_call("writes", "write_episode", _edge(scope, f"spoke {spoke}", name, [name]))
+            stored = await handlers.admin_call("writes", "write_episode", _edge(scope, f"spoke {spoke}", name, [name]))
             assert stored["stored"] is True, stored.get("error")
 
 
-async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(stack: EchoStack) -> None:
-    await _build(stack, "graph-a")
-    await _build(stack, "graph-b")  # same names in another scope: none of its edges may appear
-    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
-        scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name = 'graph-a'")).fetchone())[0]  # type: ignore[index]
-        search = Search(caller=Caller(org="x", agent_id="test"), scopes=(Scope(str(scope_id), "graph-a", "graph-a"),),
-                        query=f"what does the {HUB} call?", as_of=None, at=datetime.now(tz=UTC), tier="all",
-                        top_k=10, include_episodes=True, settings=RetrievalSettings(graph_edge_cap=CAP), model="none")
-        named = await ch.named_entities(conn, search)
-        assert len(named) == 1
-        runs = [await ch.graph_neighbourhood(conn, search, named) for _ in range(3)]
-        hub_edges = await (await conn.execute(
-            "SELECT id::text FROM facts WHERE scope_id = %s AND source_entity = %s::uuid ORDER BY id", (scope_id, named[0])
-        )).fetchall()
-        in_scope = {r[0] for r in await (await conn.execute(
-            "SELECT id::text FROM facts WHERE scope_id = %s", (scope_id,)
-        )).fetchall()}
+async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(handlers: Handlers) -> None:
+    await _build(handlers, "graph-a")
+    await _build(handlers, "graph-b")  # same names in another scope: none of its edges may appear
+    conn = handlers.conn
+    scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name = 'graph-a'")).fetchone())[0]  # type: ignore[index]
+    search = Search(caller=Caller(org="x", agent_id="test"), scopes=(Scope(str(scope_id), "graph-a", "graph-a"),),
+                    query=f"what does the {HUB} call?", as_of=None, at=datetime.now(tz=UTC), tier="all",
+                    top_k=10, include_episodes=True, settings=RetrievalSettings(graph_edge_cap=CAP), model="none")
+    named = await ch.named_entities(conn, search)
+    assert len(named) == 1
+    runs = [await ch.graph_neighbourhood(conn, search, named) for _ in range(3)]
+    hub_edges = await (await conn.execute(
+        "SELECT id::text FROM facts WHERE scope_id = %s AND source_entity = %s::uuid ORDER BY id", (scope_id, named[0])
+    )).fetchall()
+    in_scope = {r[0] for r in await (await conn.execute(
+        "SELECT id::text FROM facts WHERE scope_id = %s", (scope_id,)
+    )).fetchall()}
 
     edges = runs[0]
     assert runs[1] == edges and runs[2] == edges
@@ -85,13 +86,12 @@ async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(stack
 
     # A spoke gives its lowest-id edges, wherever their rows sit: rows moved on disk (as a tier
     # move or the end of a superseded version moves them) give the same neighbourhood.
-    async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
-        for spoke in reached:
-            lowest = {r[0] for r in await (await conn.execute(
-                "SELECT id::text FROM facts WHERE scope_id = %s AND source_entity = %s::uuid ORDER BY id LIMIT %s",
-                (scope_id, spoke, GRAPH_EDGES_PER_ENTITY))).fetchall()}
-            assert {e[0] for e in second if e[1] == spoke} <= lowest, spoke
-        await conn.execute("UPDATE facts SET tier = 'consolidated' WHERE scope_id = %s AND md5(id::text) < '8'",
-                           (scope_id,))
-        await conn.commit()
-        assert await ch.graph_neighbourhood(conn, search, named) == edges
+    for spoke in reached:
+        lowest = {r[0] for r in await (await conn.execute(
+            "SELECT id::text FROM facts WHERE scope_id = %s AND source_entity = %s::uuid ORDER BY id LIMIT %s",
+            (scope_id, spoke, GRAPH_EDGES_PER_ENTITY))).fetchall()}
+        assert {e[0] for e in second if e[1] == spoke} <= lowest, spoke
+    # Uncommitted, the updated rows are still new versions in other places than the old ones.
+    await conn.execute("UPDATE facts SET tier = 'consolidated' WHERE scope_id = %s AND md5(id::text) < '8'",
+                       (scope_id,))
+    assert await ch.graph_neighbourhood(conn, search, named) == edges

@@ -1,7 +1,8 @@
 """A fixed LoCoMo slice through the real import and query path, with a recorded floor.
 
 conv-26, all 197 of its questions with evidence; it fails when retrieval quality drops under
-FLOOR. Needs the datasets folder (deselected without it).
+FLOOR. On the handler tier: the ranking is the services' own, whatever carries the requests.
+Needs the datasets folder (deselected without it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from echo_memory.libs.local.eval.runner import run_locomo
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.tiers import Handlers
 
 # Measured on the current code (a turn asks when its text ends with "?"; reply 0.6, question
 # penalty 0.2, neighbour 0.15): recall 0.764, hit 0.812, MRR 0.564, session 0.929. Without the
@@ -22,11 +23,8 @@ FLOOR = {"recall": 0.74, "hit": 0.79, "mrr": 0.52, "session": 0.90}
 
 
 @pytest.mark.datasets
-async def test_locomo_slice_recall_stays_above_its_floor(stack: EchoStack, datasets: Path) -> None:
-    async def call(service: str, verb: str, args: dict) -> dict:
-        return await stack.admin_call(service, verb, args, timeout=120)
-
-    report = await run_locomo(call, datasets / "locomo" / "locomo10.json", conversations=1)
+async def test_locomo_slice_recall_stays_above_its_floor(handlers: Handlers, datasets: Path) -> None:
+    report = await run_locomo(handlers.admin_call, datasets / "locomo" / "locomo10.json", conversations=1)
     overall = report["overall"]
     assert report["questions"] == 197
     for key, floor in FLOOR.items():

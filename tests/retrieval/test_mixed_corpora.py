@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from echo_memory.libs.core.config.retrieval import FusionWeights
 from echo_memory.libs.local.eval import agent_facts
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval.channels import Candidate
 from echo_memory.services.retrieval.fusion import fuse
 
@@ -39,9 +39,9 @@ def test_each_corpus_keeps_its_fused_order() -> None:
     assert [c.id for c, _ in mixed] == ["lexical", "fact", "close"]
 
 
-async def test_query_memory_merges_facts_and_turns(stack: EchoStack) -> None:
+async def test_query_memory_merges_facts_and_turns(handlers: Handlers) -> None:
     fact = "Billing uses Razorpay, not Stripe."
-    stored = await stack.admin_call("writes", "write_episode", agent_facts.write_args("f001", fact))
+    stored = await handlers.admin_call("writes", "write_episode", agent_facts.write_args("f001", fact))
     assert stored["stored"], stored
     turns = [
         "Caroline: Payday! I take my dog to the park when we get paid, it is our little ritual.",
@@ -49,9 +49,9 @@ async def test_query_memory_merges_facts_and_turns(stack: EchoStack) -> None:
         "Caroline: We take a long walk and then we get ice cream.",
     ]
     episodes = [{"content": text, "session_id": "weekend", "seq": i} for i, text in enumerate(turns)]
-    await stack.admin_call("writes", "import_episodes", {"episodes": episodes})
+    await handlers.admin_call("writes", "import_episodes", {"episodes": episodes})
 
-    result = await stack.admin_call("retrieval", "query_memory", {"query": "how do we take payments", "top_k": 4})
+    result = await handlers.admin_call("retrieval", "query_memory", {"query": "how do we take payments", "top_k": 4})
 
     first = result["results"][0]
     assert (first["kind"], first["text"]) == ("fact", fact)

@@ -1,5 +1,9 @@
 """Quality gates (services/retrieval/gates.py): filler far below the best match, near-duplicates
-and an honest "nothing relevant" are left out of a search's answer, and the note counts them."""
+and an honest "nothing relevant" are left out of a search's answer, and the note counts them.
+
+The gates alone on hand-made rankings; then query_memory on the handler tier (the services' real
+routes on one rolled-back transaction) over imported turns.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import Any
 
 from echo_memory.libs.core.config.retrieval import QualityGates
 from echo_memory.libs.core.contracts.query import Channel, ItemKind
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval.gates import Ranked, apply_gates
 
 OFF = QualityGates.off()
@@ -76,48 +80,48 @@ def test_an_empty_ranking_leaves_nothing_out() -> None:
     assert kept == [] and outcome.note() is None and not outcome.nothing_relevant
 
 
-async def _query(stack: EchoStack, query: str, **extra: Any) -> dict[str, Any]:
-    return await stack.admin_call("retrieval", "query_memory", {"query": query, **extra})
+async def _query(handlers: Handlers, query: str, **extra: Any) -> dict[str, Any]:
+    return await handlers.admin_call("retrieval", "query_memory", {"query": query, **extra})
 
 
-async def test_query_memory_answers_nothing_relevant_for_an_off_topic_question(stack: EchoStack) -> None:
+async def test_query_memory_answers_nothing_relevant_for_an_off_topic_question(handlers: Handlers) -> None:
     turns = ["The billing service charges cards through Razorpay.", "Deploys of the API run on Fridays."]
-    await stack.admin_call("writes", "import_episodes",
-                           {"episodes": [{"content": t, "session_id": "ops", "seq": i} for i, t in enumerate(turns)]})
+    await handlers.admin_call("writes", "import_episodes",
+                              {"episodes": [{"content": t, "session_id": "ops", "seq": i} for i, t in enumerate(turns)]})
 
-    answer = await _query(stack, "banana bread baking temperature")
+    answer = await _query(handlers, "banana bread baking temperature")
 
     assert answer["results"] == [], answer["results"]
     assert answer["note"].startswith("nothing relevant"), answer["note"]
-    assert (await _query(stack, "which provider charges cards"))["results"][0]["text"] == turns[0]
+    assert (await _query(handlers, "which provider charges cards"))["results"][0]["text"] == turns[0]
 
 
-async def test_query_memory_returns_one_of_two_repeated_turns_and_says_so(stack: EchoStack) -> None:
+async def test_query_memory_returns_one_of_two_repeated_turns_and_says_so(handlers: Handlers) -> None:
     said = "We agreed that deploys of the API run on Fridays after the release review."
     episodes = [
         {"content": said, "session_id": "monday", "seq": 0},
         {"content": said.lower(), "session_id": "tuesday", "seq": 0},
         {"content": "Release reviews happen on Thursdays with the whole team.", "session_id": "tuesday", "seq": 1},
     ]
-    await stack.admin_call("writes", "import_episodes", {"episodes": episodes})
+    await handlers.admin_call("writes", "import_episodes", {"episodes": episodes})
 
-    answer = await _query(stack, "when do API deploys run")
+    answer = await _query(handlers, "when do API deploys run")
 
     texts = [item["text"].lower() for item in answer["results"]]
     assert texts.count(said.lower()) == 1, texts
     assert "1 repeating a better-ranked result" in answer["note"], answer["note"]
 
 
-async def test_query_memory_keeps_the_reply_to_the_best_match_and_leaves_out_filler(stack: EchoStack) -> None:
+async def test_query_memory_keeps_the_reply_to_the_best_match_and_leaves_out_filler(handlers: Handlers) -> None:
     question, reply = "Which city is hosting the robotics summit this year?", "Lisbon, in the old tram depot by the river."
     filler = ["I bought new running shoes yesterday.", "My sister adopted a grey kitten.",
               "The dentist moved my appointment to Tuesday."]
     episodes = [{"content": question, "session_id": "summit", "seq": 0},
                 {"content": reply, "session_id": "summit", "seq": 1},
                 *({"content": text, "session_id": f"other-{i}", "seq": 0} for i, text in enumerate(filler))]
-    await stack.admin_call("writes", "import_episodes", {"episodes": episodes})
+    await handlers.admin_call("writes", "import_episodes", {"episodes": episodes})
 
-    answer = await _query(stack, "which city hosts the robotics summit")
+    answer = await _query(handlers, "which city hosts the robotics summit")
 
     # The reply shares no word with the query and its cosine is a fifth of the question's.
     assert [item["text"] for item in answer["results"]] == [question, reply], answer["results"]

@@ -1,16 +1,19 @@
-"""A turn that asks a question passes a share of its value to its reply, the next turn of the session."""
+"""A turn that asks a question passes a share of its value to its reply, the next turn of the session.
+
+Fusion alone on hand-made candidates; then query_memory on the handler tier's connection (turns
+imported through the services' real routes on one rolled-back transaction), with and without the credit.
+"""
 
 from __future__ import annotations
 
 import psycopg
 import pytest
-from pgvector.psycopg import register_vector_async
 
 from echo_memory.libs.core.config.retrieval import FusionWeights, RetrievalSettings
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.query import QueryMemoryInput
 from echo_memory.libs.server.embed import MiniLM
-from echo_memory.libs.testing import EchoStack
+from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval import queries as q
 from echo_memory.services.retrieval.channels import Candidate
 from echo_memory.services.retrieval.fusion import fuse
@@ -75,7 +78,7 @@ async def test_question_pattern_in_postgres(database_url: str, content: str, ask
     assert row == (asks,)
 
 
-async def test_query_memory_ranks_the_answer_first(stack: EchoStack, embedder: MiniLM) -> None:
+async def test_query_memory_ranks_the_answer_first(handlers: Handlers, embedder: MiniLM) -> None:
     turns = [
         ("writing", "Nate: Where did you get the ideas for your characters?"),
         ("writing", "Joanna: Mostly from people I know, and from things I see on long walks."),
@@ -84,15 +87,13 @@ async def test_query_memory_ranks_the_answer_first(stack: EchoStack, embedder: M
         ("games", "Nate: Yes, I came second, which I am happy with."),
     ]
     episodes = [{"content": text, "session_id": session, "seq": i} for i, (session, text) in enumerate(turns)]
-    ids = (await stack.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    ids = (await handlers.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
     question = "Where does Joanna get the ideas for her characters?"
 
     async def ranked(weights: FusionWeights) -> list[str]:
-        async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
-            await register_vector_async(conn)
-            async with conn.transaction():
-                result = await query_memory(conn, ADMIN, QueryMemoryInput(query=question, top_k=3), embedder,
-                                            RetrievalSettings(fusion=weights))
+        async with handlers.conn.transaction():
+            result = await query_memory(handlers.conn, ADMIN, QueryMemoryInput(query=question, top_k=3), embedder,
+                                        RetrievalSettings(fusion=weights))
         return [item.id for item in result.results]
 
     assert (await ranked(NO_CREDIT))[:2] == [ids[0], ids[1]]  # the question turn matches best…
@@ -100,7 +101,7 @@ async def test_query_memory_ranks_the_answer_first(stack: EchoStack, embedder: M
 
 
 async def test_a_question_followed_by_its_askers_own_message_credits_the_other_speakers_answer(
-    stack: EchoStack, embedder: MiniLM
+    handlers: Handlers, embedder: MiniLM
 ) -> None:
     # People chat in bursts: the turn after Nate's question is Nate's own, so it is no reply; the
     # reply is Joanna's turn after it. Without speakers, the next turn is taken for the reply.
@@ -115,13 +116,11 @@ async def test_a_question_followed_by_its_askers_own_message_credits_the_other_s
         episodes = [{"content": text, "session_id": "burst", "seq": i, **({"speaker": who} if with_speakers else {})}
                     for i, (who, text) in enumerate(turns)]
         scope = f"reply-{'speakers' if with_speakers else 'anonymous'}-{'credit' if weights.reply else 'none'}"
-        await stack.admin_call("writes", "scope_create", {"name": scope})
-        ids = (await stack.admin_call("writes", "import_episodes", {"scope": scope, "episodes": episodes}))["episode_ids"]
-        async with await psycopg.AsyncConnection.connect(stack.database_url) as conn:
-            await register_vector_async(conn)
-            async with conn.transaction():
-                result = await query_memory(conn, ADMIN, QueryMemoryInput(query=question, scope=scope, top_k=3),
-                                            embedder, RetrievalSettings(fusion=weights))
+        await handlers.admin_call("writes", "scope_create", {"name": scope})
+        ids = (await handlers.admin_call("writes", "import_episodes", {"scope": scope, "episodes": episodes}))["episode_ids"]
+        async with handlers.conn.transaction():
+            result = await query_memory(handlers.conn, ADMIN, QueryMemoryInput(query=question, scope=scope, top_k=3),
+                                        embedder, RetrievalSettings(fusion=weights))
         return [ids.index(item.id) for item in result.results]
 
     # Lexical refinements on, so the question turn's value (and so its credit) is large enough
