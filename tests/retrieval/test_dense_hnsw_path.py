@@ -7,8 +7,6 @@ uncommitted rows the HNSW index already holds; the searches run on that connecti
 
 from __future__ import annotations
 
-import re
-
 import psycopg
 
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
@@ -22,7 +20,7 @@ from echo_memory.services.retrieval.search import query_memory
 ADMIN = Caller(org="x", agent_id="admin", read_scopes=["*"], write_scopes=["*"])
 TOPICS = ["billing", "search", "auth", "deploys", "payroll", "metrics", "email", "storage"]
 # How many candidates one HNSW scan keeps: a crowd larger than this hides a small scope from a plain scan.
-EF_SEARCH = int(re.search(r"'hnsw\.ef_search', '(\d+)'", q.HNSW_SETTINGS).group(1))  # type: ignore[union-attr]
+EF_SEARCH = q.EF_SEARCH
 PER_CALL = 49  # at most 50 entities a write_episode call, the service among them
 CROWD = (EF_SEARCH // PER_CALL + 1) * PER_CALL
 
