@@ -121,7 +121,8 @@ WHERE scope_id = %(scope_id)s AND valid_to IS NULL ORDER BY subject_id
 """
 
 
-# The digests a hot search expands for a query (the first step of DIGEST_MEMBERS, current versions).
+# The current digests nearest a query, in exact order: what a hot search's digest step (which walks
+# the digests' HNSW index) aims to expand.
 NEAREST_DIGESTS = """
 SELECT member_ids::text[] FROM digests
 WHERE scope_id = %(scope_id)s AND valid_to IS NULL
@@ -365,7 +366,8 @@ def _scores(answers: list[Answer], data: agent_facts.AgentFacts) -> dict[str, An
 async def _digest_reach(conn: psycopg.AsyncConnection, scope_id: Any, data: agent_facts.AgentFacts,
                         by_id: dict[str, str], embedder: MiniLM) -> dict[str, Any]:
     """Per relevant gold fact of each query: is it in a current digest at all, and in one of the
-    digests a hot search expands for that query (the step it cannot recover from)."""
+    `digests_expanded` digests nearest the query in exact order (a hot search cannot recover a fact
+    whose digest it does not expand)."""
     expands = RetrievalSettings().digests_expanded
     fact_of = {dataset_id: fact_id for fact_id, dataset_id in by_id.items()}
     digested = {r[0] for r in await (await conn.execute(IN_A_DIGEST, {"scope_id": scope_id})).fetchall()}
