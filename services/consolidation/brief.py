@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 from psycopg.rows import dict_row
 
@@ -15,6 +17,18 @@ from echo_memory.services.consolidation import queries as q
 # the rest of a large store's digests are counted, not read.
 CANDIDATE_ROWS = 200
 EMPTY = "no digests yet: run `echo-memory consolidate` (or wait for the next automatic run)"
+
+
+def _fit(order: list[dict[str, Any]], max_tokens: int) -> list[str]:
+    """The ids of the digests the brief quotes: in order, each that still fits in `max_tokens` (a
+    smaller digest further down may fit after a larger one did not)."""
+    chosen: list[str] = []
+    used = 0
+    for row in order:
+        if used + row["token_count"] <= max_tokens:
+            used += row["token_count"]
+            chosen.append(row["digest_id"])
+    return chosen
 
 
 def _project_names(project: str | None) -> list[str]:
@@ -38,25 +52,25 @@ async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput)
         scopes = await access.resolve_read_scopes(conn, caller, args.scope)
     scope_ids = [s.id for s in scopes if s.id is not None]
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(q.BRIEF_DIGESTS, {"scope_ids": scope_ids, "projects": _project_names(args.project),
-                                            "rows": CANDIDATE_ROWS})
-        rows = await cur.fetchall()
-    available = int(rows[0]["available"]) if rows else 0
+        await cur.execute(q.BRIEF_ORDER, {"scope_ids": scope_ids, "projects": _project_names(args.project),
+                                          "rows": CANDIDATE_ROWS})
+        order = await cur.fetchall()
+        chosen = _fit(order, args.max_tokens)
+        rows: list[dict[str, Any]] = []
+        if chosen:
+            await cur.execute(q.BRIEF_ITEMS, {"ids": chosen})
+            rows = await cur.fetchall()
+    available = int(order[0]["available"]) if order else 0
     names: dict[str, str] = {s.stored_name: s.name for s in scopes}
-    items: list[BriefItem] = []
-    used = 0
-    for r in rows:
-        if used + r["token_count"] > args.max_tokens:
-            continue  # a smaller digest further down (among the rows read) may still fit
-        used += r["token_count"]
-        scope = names.get(r["scope_name"]) or r["scope_name"]
-        items.append(BriefItem(digest_id=r["digest_id"], kind=r["kind"], entity=r["entity"], scope=scope,
-                               summary=r["summary"], facts=r["facts"], tokens=r["token_count"], last_seen=r["last_seen"]))
+    items = [BriefItem(digest_id=r["digest_id"], kind=r["kind"], entity=r["entity"],
+                       scope=names.get(r["scope_name"]) or r["scope_name"], summary=r["summary"], facts=r["facts"],
+                       tokens=r["token_count"], last_seen=r["last_seen"]) for r in rows]
+    used = sum(item.tokens for item in items)
     note = None
-    if not rows:
+    if not order:
         note = EMPTY
     elif not items:
-        note = f"no digest fits in {args.max_tokens} tokens; the smallest takes {min(r['token_count'] for r in rows)}"
+        note = f"no digest fits in {args.max_tokens} tokens; the smallest takes {min(r['token_count'] for r in order)}"
     heading = f"Memory brief: {len(items)} of {available} digests" + (
         f", project {args.project} first" if args.project else "")
     text = frame_text("\n\n".join([heading, *(item.summary for item in items)]))

@@ -158,11 +158,12 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 # last part (agents record either); the GIN indexes of migration 0019 find those. The rest are read
 # per scope through the brief's order index, the first %(rows)s and no more: a large store holds
 # thousands of digests and a brief of at most 8,000 tokens quotes a few dozen. `available` counts
-# them all from an index, without reading them.
-BRIEF_DIGESTS = """
+# them all from an index, without reading them. Only the order and each digest's size are read
+# here: the summaries (434 KB for 200 digests of a 100k-fact store) are read for the few that fit
+# the budget, by BRIEF_ITEMS.
+BRIEF_ORDER = """
 WITH in_project AS (
-    SELECT d.id, true AS in_project, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, d.scope_id,
-           d.subject_id, d.summary, d.token_count
+    SELECT d.id, true AS in_project, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, d.token_count
     FROM digests d
     WHERE cardinality(%(projects)s::text[]) > 0
       AND d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
@@ -172,26 +173,31 @@ WITH in_project AS (
 ), first_rows AS (
     SELECT f.* FROM unnest(%(scope_ids)s::uuid[]) AS sc(id)
     CROSS JOIN LATERAL (
-        SELECT d.id, false AS in_project, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, d.scope_id,
-               d.subject_id, d.summary, d.token_count
+        SELECT d.id, false AS in_project, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, d.token_count
         FROM digests d
         WHERE d.scope_id = sc.id AND d.valid_to IS NULL
         ORDER BY d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
         LIMIT %(rows)s
     ) AS f
-), chosen AS (
-    SELECT u.* FROM (
-        SELECT * FROM in_project
-        UNION ALL
-        SELECT * FROM first_rows f WHERE NOT EXISTS (SELECT 1 FROM in_project p WHERE p.id = f.id)
-    ) AS u
-    ORDER BY u.in_project DESC, u.kind = 'entity' DESC, u.last_seen DESC, u.facts DESC, u.id
-    LIMIT %(rows)s
 )
-SELECT c.id::text AS digest_id, c.kind, (SELECT s.name FROM scopes s WHERE s.id = c.scope_id) AS scope_name,
-       CASE WHEN c.kind = 'entity' THEN (SELECT e.name FROM entities e WHERE e.id = c.subject_id) END AS entity,
-       c.summary, c.token_count, c.facts, c.last_seen, c.in_project,
+SELECT u.id::text AS digest_id, u.token_count,
        (SELECT count(*) FROM digests a WHERE a.scope_id = ANY(%(scope_ids)s::uuid[]) AND a.valid_to IS NULL) AS available
-FROM chosen c
-ORDER BY c.in_project DESC, c.kind = 'entity' DESC, c.last_seen DESC, c.facts DESC, c.id
+FROM (
+    SELECT * FROM in_project
+    UNION ALL
+    SELECT * FROM first_rows f WHERE NOT EXISTS (SELECT 1 FROM in_project p WHERE p.id = f.id)
+) AS u
+ORDER BY u.in_project DESC, u.kind = 'entity' DESC, u.last_seen DESC, u.facts DESC, u.id
+LIMIT %(rows)s
+"""
+
+# The digests BRIEF_ORDER chose, in the order of %(ids)s.
+BRIEF_ITEMS = """
+SELECT d.id::text AS digest_id, d.kind, s.name AS scope_name,
+       CASE WHEN d.kind = 'entity' THEN (SELECT e.name FROM entities e WHERE e.id = d.subject_id) END AS entity,
+       d.summary, d.token_count, cardinality(d.member_ids) AS facts, d.last_seen
+FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS chosen(id, position)
+JOIN digests d ON d.id = chosen.id
+JOIN scopes s ON s.id = d.scope_id
+ORDER BY chosen.position
 """
