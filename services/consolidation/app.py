@@ -2,6 +2,9 @@
 
 Verbs (admin identity, except `brief`, which any reader may ask for the scopes it may read):
 `consolidate` (one scope or all, or a dry run), `consolidate_log`, `consolidate_undo`, `brief`.
+Abstracts by the user's own model (abstracts.py; any caller, by its own scope rights):
+`abstract_candidates` and `write_abstract` need write access to the digest's scope,
+`digest_abstracts` read access.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from pydantic import BaseModel
 
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.consolidation import (
+    AbstractCandidatesInput,
+    AbstractCandidatesResult,
     BriefInput,
     BriefResult,
     ConsolidateInput,
@@ -20,13 +25,25 @@ from echo_memory.libs.core.contracts.consolidation import (
     ConsolidateResult,
     ConsolidateUndoInput,
     ConsolidateUndoResult,
+    DigestAbstractsInput,
+    DigestAbstractsResult,
+    WriteAbstractInput,
+    WriteAbstractResult,
 )
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.identity import require_admin
-from echo_memory.libs.core.contracts.verbs import BRIEF, CONSOLIDATE, CONSOLIDATE_LOG, CONSOLIDATE_UNDO
+from echo_memory.libs.core.contracts.verbs import (
+    ABSTRACT_CANDIDATES,
+    BRIEF,
+    CONSOLIDATE,
+    CONSOLIDATE_LOG,
+    CONSOLIDATE_UNDO,
+    DIGEST_ABSTRACTS,
+    WRITE_ABSTRACT,
+)
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.routes import Route, Routes
-from echo_memory.services.consolidation import brief, runs
+from echo_memory.services.consolidation import abstracts, brief, runs
 from echo_memory.services.consolidation.scheduler import Scheduler
 
 ACTION = "run, list or undo consolidation"
@@ -45,6 +62,9 @@ def routes(ctx: ServiceContext) -> Routes:
         Route(CONSOLIDATE_LOG, handle_log),
         Route(CONSOLIDATE_UNDO, handle_undo),
         Route(BRIEF, handle_brief),
+        Route(ABSTRACT_CANDIDATES, handle_abstract_candidates),
+        Route(WRITE_ABSTRACT, handle_write_abstract),
+        Route(DIGEST_ABSTRACTS, handle_digest_abstracts),
     ]
 
 
@@ -75,6 +95,18 @@ async def handle_undo(rc: RequestContext, args: ConsolidateUndoInput) -> Consoli
 
 async def handle_brief(rc: RequestContext, args: BriefInput) -> BriefResult:
     return await brief.brief(rc.conn, rc.caller, args)
+
+
+async def handle_abstract_candidates(rc: RequestContext, args: AbstractCandidatesInput) -> AbstractCandidatesResult:
+    return await abstracts.candidates(rc.conn, rc.caller, args)
+
+
+async def handle_write_abstract(rc: RequestContext, args: WriteAbstractInput) -> WriteAbstractResult:
+    return await abstracts.write_abstract(rc.conn, rc.caller, args)
+
+
+async def handle_digest_abstracts(rc: RequestContext, args: DigestAbstractsInput) -> DigestAbstractsResult:
+    return await abstracts.list_abstracts(rc.conn, rc.caller, args)
 
 
 def _count_run(ctx: ServiceContext) -> Callable[[Caller, BaseModel | None, EchoError | None], None]:

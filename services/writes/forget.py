@@ -6,10 +6,10 @@ scope. Its content is found in every place it lives: facts and their vectors, en
 aliases, episodes (the write episodes that carried the facts, imported turns and documents whose
 text holds it), documents, the read log and recall saves, the audit log (tombstoned: id, time,
 kind and actor kept, texts replaced by the erasure's reason), deferred mentions, idempotency
-answers, staged imports, consolidation's digests and tier moves, the outbox and the AGE graph
-mirror. Lexical statistics follow the deletes through migration 0013's triggers. Everything
-commits together or not at all; the erasure log (table `erasures`) records ids and counts, never
-content.
+answers, staged imports, consolidation's digests, their model-written abstracts and tier moves,
+the outbox and the AGE graph mirror. Lexical statistics follow the deletes through migration
+0013's triggers. Everything commits together or not at all; the erasure log (table `erasures`)
+records ids and counts, never content.
 
 After the commit `forget_finish` vacuums the touched tables (VACUUM cannot run in a transaction)
 and deletes the event stream's messages about the erased rows; the CLI calls it right away, and it
@@ -58,7 +58,7 @@ MIN_NEEDLE = 3
 TOUCHED_TABLES = ("facts", "entities", "entity_aliases", "episodes", "episode_distillations", "audit_log",
                   "reads", "read_results", "recall_saves", "documents", "document_ingestions", "outbox",
                   "idempotency", "import_staging", "deferred_mentions", "lexical_df", "lexical_stats", "digests",
-                  "tier_moves")
+                  "digest_abstracts", "tier_moves")
 
 
 @dataclass
@@ -88,6 +88,7 @@ class _Plan:
     outbox: list[int]
     documents: list[str]
     digests: list[str]
+    abstracts: list[str]
     counts: dict[str, int]
 
     def ids(self) -> dict[str, list[str]]:
@@ -96,7 +97,7 @@ class _Plan:
             "episodes_rewritten": self.rewritten, "reads_blanked": self.reads, "recall_saves": self.saves,
             "audit_log": [str(i) for i in self.audit], "outbox": [str(i) for i in self.outbox],
             "documents": self.documents, "turn_hashes": self.turns, "document_hashes": self.document_hashes,
-            "digests": self.digests,
+            "digests": self.digests, "digest_abstracts": self.abstracts,
         }
 
 
@@ -232,8 +233,9 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
     reads = await _ids(conn, q.READS, {**p, "items": items, "public_name": public,
                                        "owner": t.owner if t.scope_kind == "solo" else None})
     saves = await _ids(conn, q.SAVES, p)
-    audit = [int(r[0]) for r in await (await conn.execute(q.AUDIT_ROWS, p)).fetchall()]
     digests = await _ids(conn, q.DIGESTS, p)
+    abstracts = await _ids(conn, q.ABSTRACTS, {**p, "digests": digests})
+    audit = [int(r[0]) for r in await (await conn.execute(q.AUDIT_ROWS, {**p, "abstracts": abstracts})).fetchall()]
     found = await (await conn.execute(q.DOCUMENTS, p)).fetchall()
     documents = [str(r[0]) for r in found]
     document_hashes = sorted({r[1] for r in found})
@@ -249,11 +251,12 @@ async def _plan(conn: psycopg.AsyncConnection, t: _Target) -> _Plan:
         "documents": len(documents), "idempotency": await _count(conn, q.IDEMPOTENCY_COUNT, p),
         "import_staging": await _count(conn, q.STAGING_COUNT, p),
         "deferred_mentions": await _count(conn, q.DEFERRED_COUNT, p),
-        "digests": len(digests), "tier_moves": await _count(conn, q.TIER_MOVES_COUNT, p),
+        "digests": len(digests), "digest_abstracts": len(abstracts),
+        "tier_moves": await _count(conn, q.TIER_MOVES_COUNT, p),
     }
     return _Plan(facts=facts, entities=entities, needles=needles, episodes=episodes, rewritten=rewritten, turns=turns,
                  document_hashes=document_hashes, reads=reads, saves=saves, audit=audit, outbox=outbox,
-                 documents=documents, digests=digests, counts=counts)
+                 documents=documents, digests=digests, abstracts=abstracts, counts=counts)
 
 
 async def _erase(conn: psycopg.AsyncConnection, plan: _Plan, t: _Target, erasure_id: str, reason: str) -> None:
@@ -262,10 +265,11 @@ async def _erase(conn: psycopg.AsyncConnection, plan: _Plan, t: _Target, erasure
         "scope_id": t.scope_id, "whole_scope": t.kind == "scope", "fact_ids": plan.facts, "entity_ids": plan.entities,
         "needles": plan.needles, "episode_ids": plan.episodes, "rewritten": plan.rewritten, "reads": plan.reads,
         "items": plan.facts + plan.episodes, "saves": plan.saves, "audit": plan.audit, "outbox": plan.outbox,
-        "documents": plan.documents, "digests": plan.digests, "erasure_id": erasure_id, "reason": reason,
+        "documents": plan.documents, "digests": plan.digests, "abstracts": plan.abstracts,
+        "erasure_id": erasure_id, "reason": reason,
     }
     for statement in (q.BLANK_READS, q.DELETE_READ_RESULTS, q.DELETE_SAVES, q.TOMBSTONE_AUDIT, q.DELETE_OUTBOX,
-                      q.DELETE_IDEMPOTENCY, q.DELETE_STAGING, q.DELETE_DEFERRED, q.DELETE_DIGESTS,
+                      q.DELETE_IDEMPOTENCY, q.DELETE_STAGING, q.DELETE_DEFERRED, q.DELETE_ABSTRACTS, q.DELETE_DIGESTS,
                       q.DELETE_TIER_MOVES, q.DELETE_FACTS,
                       q.REWRITE_EPISODES, q.UNLINK_EPISODES, q.DELETE_DISTILLATIONS, q.DELETE_EPISODES,
                       q.DELETE_ALIASES, q.DELETE_ENTITY_MERGES, q.DELETE_ENTITIES, q.DELETE_INGESTIONS,

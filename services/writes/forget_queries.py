@@ -93,6 +93,7 @@ WHERE (a.scope_id = %(scope_id)s OR a.scope_id IS NULL)
   AND NOT coalesce(a.after ? 'erasure_id', false)
   AND ((%(whole_scope)s AND a.scope_id = %(scope_id)s)
        OR a.fact_id = ANY(%(fact_ids)s::uuid[]) OR a.entity_id = ANY(%(entity_ids)s::uuid[])
+       OR (a.kind = 'digest_abstract_written' AND a.after->>'abstract_id' = ANY(%(abstracts)s::text[]))
        OR {_HOLDS.format(col="a.reason || ' ' || coalesce(a.before::text, '') || ' ' || coalesce(a.after::text, '')")})
 ORDER BY a.id
 """
@@ -112,6 +113,15 @@ WHERE d.scope_id = %(scope_id)s
   AND (%(whole_scope)s OR d.subject_id = ANY(%(entity_ids)s::uuid[]) OR d.member_ids && %(fact_ids)s::uuid[]
        OR {_HOLDS.format(col="d.summary")})
 ORDER BY d.id
+"""
+# Abstracts the user's model wrote of digests (migration 0020): those of a digest that goes, those
+# citing an erased fact and those holding the text (a paraphrase may name an erased entity).
+ABSTRACTS = f"""
+SELECT a.id FROM digest_abstracts a
+WHERE a.scope_id = %(scope_id)s
+  AND (%(whole_scope)s OR a.digest_id = ANY(%(digests)s::uuid[]) OR a.cited_ids && %(fact_ids)s::uuid[]
+       OR {_HOLDS.format(col="a.text")})
+ORDER BY a.id
 """
 TIER_MOVES_COUNT = "SELECT count(*) FROM tier_moves WHERE fact_id = ANY(%(fact_ids)s::uuid[])"
 DOCUMENTS = f"SELECT d.id, d.content_hash FROM documents d WHERE {_HOLDS.format(col='d.content')} ORDER BY d.id"
@@ -162,6 +172,7 @@ WHERE d.scope_id = %(scope_id)s
        OR EXISTS (SELECT 1 FROM unnest(%(entity_ids)s::text[]) AS x(id) WHERE strpos(d.candidates::text, x.id) > 0))
 """
 DELETE_TIER_MOVES = "DELETE FROM tier_moves WHERE fact_id = ANY(%(fact_ids)s::uuid[])"
+DELETE_ABSTRACTS = "DELETE FROM digest_abstracts WHERE scope_id = %(scope_id)s AND id = ANY(%(abstracts)s::uuid[])"
 DELETE_DIGESTS = "DELETE FROM digests WHERE scope_id = %(scope_id)s AND id = ANY(%(digests)s::uuid[])"
 DELETE_FACTS = "DELETE FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(fact_ids)s::uuid[])"
 # A write episode that still carries other facts keeps their lines only.

@@ -38,6 +38,8 @@ AUDIT_KINDS = (
     "entity_unmerged",
     "entity_renamed",
     "fact_ended",  # before: the claim whose validity ended without a new version (import --from); reason: why
+    # post_hoc = true; after: abstract_id, digest_id and version, model, the sentences with the fact ids they cite
+    "digest_abstract_written",
 )
 IDENTITY_KINDS = ("entity_merged", "entity_unmerged", "entity_renamed")
 

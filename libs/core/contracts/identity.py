@@ -22,6 +22,9 @@ DEFAULT_GRANTS = (SHARED, SOLO)  # what a new token may read and write unless to
 DISTIL_AGENT = "echo-distil"
 HINTS_AGENT = "echo-causal-hints"
 POST_HOC_AGENTS = frozenset({DISTIL_AGENT, HINTS_AGENT})
+# What `echo-memory consolidate abstract` stores digest abstracts as. Reserved like the others, but
+# it writes no fact, so `--clear` of the fact-writing commands has nothing of it to end.
+ABSTRACTS_AGENT = "echo-abstracts"
 
 
 def admin_caller(org: str) -> Caller:
@@ -52,8 +55,8 @@ def require_admin(caller: Caller, action: str) -> None:
 
 
 def is_reserved_agent(agent_id: str) -> bool:
-    """True for the agent ids no token may carry: the admin identity's and the post-hoc commands'."""
-    return agent_id == ADMIN_AGENT or agent_id in POST_HOC_AGENTS
+    """True for the agent ids no token may carry: the admin identity's and the opt-in model commands'."""
+    return agent_id in (ADMIN_AGENT, ABSTRACTS_AGENT) or agent_id in POST_HOC_AGENTS
 
 
 def is_post_hoc(caller: Caller) -> bool:

@@ -114,6 +114,19 @@ CONSOLIDATE_UNDO = Verb(
     consolidation.ConsolidateUndoResult, "bulk",
 )
 BRIEF = Verb("consolidation", "brief", consolidation.BriefInput, consolidation.BriefResult, "read")
+# Abstracts by the user's own model (echo-memory consolidate abstract): what to send, the checked
+# store (the server enforces every check; it never calls a model), and the listing.
+ABSTRACT_CANDIDATES = Verb(
+    "consolidation", "abstract_candidates", consolidation.AbstractCandidatesInput,
+    consolidation.AbstractCandidatesResult, "read",
+)
+WRITE_ABSTRACT = Verb(
+    "consolidation", "write_abstract", consolidation.WriteAbstractInput, consolidation.WriteAbstractResult, "write",
+)
+DIGEST_ABSTRACTS = Verb(
+    "consolidation", "digest_abstracts", consolidation.DigestAbstractsInput, consolidation.DigestAbstractsResult,
+    "read",
+)
 
 VERBS: tuple[Verb[Any, Any], ...] = (
     WRITE_EPISODE, RECORD_RECALL_SAVE, PENDING_DOCUMENTS, MARK_INGESTED, REGISTER_DOCUMENTS, TOKEN_CREATE,
@@ -122,7 +135,7 @@ VERBS: tuple[Verb[Any, Any], ...] = (
     ADD_CAUSAL_HINTS, CLEAR_POST_HOC, FORGET, FORGET_FINISH, FORGET_LOG, ENTITY_DEFERRED, ENTITY_MERGE,
     ENTITY_UNMERGE, ENTITY_RENAME, END_FACTS, QUERY_MEMORY, TRACE_CAUSE, GET_AUDIT_LOG, WHY, AUDIT_EXPORT,
     AUDIT_IMPORT_STAGE, AUDIT_IMPORT, HEALTH, DASHBOARD_GRAPH, ENTITY_FACTS, RECALL_COST, REINDEX, LEXICAL_STATUS,
-    CONSOLIDATE, CONSOLIDATE_LOG, CONSOLIDATE_UNDO, BRIEF,
+    CONSOLIDATE, CONSOLIDATE_LOG, CONSOLIDATE_UNDO, BRIEF, ABSTRACT_CANDIDATES, WRITE_ABSTRACT, DIGEST_ABSTRACTS,
 )
 
 _BY_NAME: dict[tuple[str, str], Verb[Any, Any]] = {(v.service, v.name): v for v in VERBS}

@@ -1,8 +1,10 @@
-"""`echo-memory consolidate [--scope S] [--dry-run]`, `consolidate log`, `consolidate undo RUN`, `brief`.
+"""`echo-memory consolidate [--scope S] [--dry-run]`, `consolidate log`, `consolidate undo RUN`,
+`consolidate abstract [--write | --list]`, `brief`.
 
 Consolidation places every fact in a tier (hot, consolidated, archived) and builds entity digests;
 it never edits or deletes a fact (docs/consolidation.md). Each command is one bus request to the
-consolidation service, as the org's admin.
+consolidation service, as the org's admin, except `consolidate abstract` without `--list`: the
+opt-in model command in model_commands.py (docs/distil.md).
 """
 
 from __future__ import annotations
@@ -18,9 +20,16 @@ from echo_memory.libs.core.contracts.consolidation import (
     ConsolidateInput,
     ConsolidateLogInput,
     ConsolidateUndoInput,
+    DigestAbstractsInput,
     TierCounts,
 )
-from echo_memory.libs.core.contracts.verbs import BRIEF, CONSOLIDATE, CONSOLIDATE_LOG, CONSOLIDATE_UNDO
+from echo_memory.libs.core.contracts.verbs import (
+    BRIEF,
+    CONSOLIDATE,
+    CONSOLIDATE_LOG,
+    CONSOLIDATE_UNDO,
+    DIGEST_ABSTRACTS,
+)
 from echo_memory.libs.local.cli.output import print_json
 from echo_memory.libs.local.connection import admin_command
 from echo_memory.libs.server import eventloop
@@ -41,6 +50,18 @@ def register(sub: Any) -> None:
     undo = actions.add_parser("undo", help="put back the tier moves and digest versions of one run")
     undo.add_argument("run_id", metavar="RUN", help="a run id from `echo-memory consolidate log`")
     undo.set_defaults(func=consolidate_undo)
+    abstract = actions.add_parser("abstract", help="opt-in: your own model writes an abstract of each digest, "
+                                  "citing its facts (dry run unless --write; --list shows the stored ones)")
+    abstract.add_argument("--write", action="store_true", help="store the abstracts that pass every check "
+                          "(default: ask the model and print, store nothing)")
+    abstract.add_argument("--list", action="store_true", help="print the stored abstracts of current digests; "
+                          "asks no model")
+    abstract.add_argument("--scope", help="only this scope's digests (default: every scope it may write, or read "
+                          "with --list)")
+    abstract.add_argument("--limit", type=int, default=50, help="at most this many digests sent (default 50), "
+                          "or abstracts listed")
+    abstract.add_argument("--json", action="store_true", help="print the report (or the list) as JSON")
+    abstract.set_defaults(func=consolidate_abstract)
 
     brief = sub.add_parser("brief", help="what memory knows, from its digests, within a token budget")
     brief.add_argument("--project", help="favour facts written in this project")
@@ -74,6 +95,26 @@ def consolidate(settings: Settings, args: argparse.Namespace) -> int:
         print(f"{run.scope}: {label} (policy v{run.policy_version}): {_counts_line(run.counts)}")
     if result.dry_run:
         print("nothing was changed; run again without --dry-run to apply")
+    return 0
+
+
+def consolidate_abstract(settings: Settings, args: argparse.Namespace) -> int:
+    """`--list`: the stored abstracts, framed as recalled data (or JSON); else the model command's exit code."""
+    if not args.list:
+        from echo_memory.libs.local.cli import model_commands  # the only CLI module that reaches the model
+
+        return model_commands.run_abstract(settings, args)
+    if not 1 <= args.limit <= 500:
+        print("echo-memory consolidate abstract: --limit must be 1-500 with --list", file=sys.stderr)
+        return 2
+    result = admin_command(settings, DIGEST_ABSTRACTS, DigestAbstractsInput(scope=args.scope, limit=args.limit),
+                           "consolidate abstract")
+    if result is None:
+        return 1
+    if args.json:
+        print_json(result)
+    else:
+        print(result.note or result.text)
     return 0
 
 

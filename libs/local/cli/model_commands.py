@@ -4,6 +4,7 @@
     echo-memory distil --clear [--write]
     echo-memory infer-causal-hints [--write] [--limit N] [--json]
     echo-memory infer-causal-hints --clear [--write]
+    echo-memory consolidate abstract [--write] [--limit N] [--scope S] [--json]   (registered by consolidate_commands)
 
 Dry run by default: the model is asked and what would be written is printed, nothing is stored.
 `--write` stores. `--clear` reports what the command has written that is still current;
@@ -75,11 +76,11 @@ def _run(settings: Settings, command: str, work: Any) -> int:
 
 
 @asynccontextmanager
-async def _bus(settings: Settings) -> AsyncIterator[tuple[BusCall, BusCall]]:
-    """(as the admin, as the distil identity): bus calls bounded by each verb's time-out class."""
+async def _bus(settings: Settings) -> AsyncIterator[tuple[BusCall, BusCall, BusCall]]:
+    """(as the admin, as the distil identity, as the abstracts identity): bus calls bounded by each verb's time-out class."""
     from echo_memory.libs.core.contracts.identity import admin_caller
     from echo_memory.libs.local.connection import bus_session, verb_timeout
-    from echo_memory.libs.local.llm.jobs import distil_caller
+    from echo_memory.libs.local.llm.jobs import abstracts_caller, distil_caller
     from echo_memory.libs.server.bus.client import BusClient
 
     async with bus_session(settings) as broker:
@@ -90,7 +91,8 @@ async def _bus(settings: Settings) -> AsyncIterator[tuple[BusCall, BusCall]]:
                 return await client.call(verb, args, caller=caller, timeout=verb_timeout(settings, verb))
             return call
 
-        yield calling(admin_caller(settings.org)), calling(distil_caller(settings.org))
+        yield (calling(admin_caller(settings.org)), calling(distil_caller(settings.org)),
+               calling(abstracts_caller(settings.org)))
 
 
 async def command(settings: Settings, args: Any) -> int:
@@ -112,7 +114,7 @@ async def command(settings: Settings, args: Any) -> int:
 
     chat = ChatClient(LlmSettings())  # refuses before anything is sent when the key or model is unset
     report = Report(command=name, write=args.write)
-    async with _bus(settings) as (admin, as_distil), chat:
+    async with _bus(settings) as (admin, as_distil, _), chat:
         if name == "distil":
             from echo_memory.libs.local.llm.distil import distil
 
@@ -121,6 +123,39 @@ async def command(settings: Settings, args: Any) -> int:
             from echo_memory.libs.local.llm.hints import infer_causal_hints
 
             await infer_causal_hints(admin, chat, write=args.write, limit=args.limit, report=report)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, default=str))
+    else:
+        for item in report.items:
+            print(_line(item))
+        print(report.summary())
+    return 0
+
+
+def run_abstract(settings: Settings, args: Any) -> int:
+    """`echo-memory consolidate abstract` as parsed: the exit code (see the module docstring)."""
+    return _run(settings, "consolidate abstract", abstract(settings, args))
+
+
+async def abstract(settings: Settings, args: Any) -> int:
+    """Have the user's model write an abstract of each digest still without one; print the report; the exit code.
+
+    Dry run unless `args.write` (the model is still asked; the server checks each abstract and stores
+    nothing). 2 for a --limit below 1. Raises LlmNotConfigured before anything is sent when the key or
+    model is unset, the client's other typed errors, and NotRunning / BusUnreachable when the system is down.
+    """
+    if args.limit < 1:
+        print("echo-memory consolidate abstract: --limit must be at least 1", file=sys.stderr)
+        return 2
+    from echo_memory.libs.core.config.llm import LlmSettings
+    from echo_memory.libs.local.llm.abstracts import write_abstracts
+    from echo_memory.libs.local.llm.client import ChatClient
+    from echo_memory.libs.local.llm.jobs import Report
+
+    chat = ChatClient(LlmSettings())  # refuses before anything is sent when the key or model is unset
+    report = Report(command="consolidate abstract", write=args.write)
+    async with _bus(settings) as (_, _, as_abstracts), chat:
+        await write_abstracts(as_abstracts, chat, write=args.write, limit=args.limit, report=report, scope=args.scope)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, default=str))
     else:
@@ -168,6 +203,10 @@ async def judge_external(args: Any) -> int:
 
 
 def _line(item: dict[str, Any]) -> str:
+    if "digest_id" in item:
+        about = f"entity {item['entity']}" if item.get("entity") else "topic"
+        said = "".join(f"\n  + {s['text']} [cites {', '.join(s['cites'])}]" for s in item["sentences"])
+        return f"digest {item['digest_id']} ({about}, {item['scope']}): {item.get('outcome', '')}{said}"
     if "episode_id" in item:
         facts = "".join(f"\n  + ({f['source']}) -{f['relation']}-> ({f['target']}): {f['fact']}" for f in item["facts"])
         return f"turn {item['episode_id']} ({item['scope']}): {item.get('outcome', '')}{facts}"
@@ -181,7 +220,7 @@ async def _clear(settings: Settings, name: str, agent: str, *, write: bool, as_j
     from echo_memory.libs.core.contracts.post_hoc import ClearPostHocInput
     from echo_memory.libs.core.contracts.verbs import CLEAR_POST_HOC
 
-    async with _bus(settings) as (admin, _):
+    async with _bus(settings) as (admin, _, _):
         result = await admin(CLEAR_POST_HOC, parse_args(ClearPostHocInput, {"agent": agent, "apply": write}))
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=2))

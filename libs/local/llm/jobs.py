@@ -1,4 +1,4 @@
-"""What the two model commands share: how they reach the bus, their identities, and their report.
+"""What the model commands share: how they reach the bus, their identities, and their report.
 
 The commands talk to the running system only through bus verbs (`BusCall`, bounded by the verb's
 time-out class); the user's model only through libs/local/llm/client.py.
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from echo_memory.libs.core.contracts.bus import Caller
-from echo_memory.libs.core.contracts.identity import DISTIL_AGENT, WILDCARD
+from echo_memory.libs.core.contracts.identity import ABSTRACTS_AGENT, DISTIL_AGENT, WILDCARD
 from echo_memory.libs.core.contracts.verbs import In, Out, Verb
 
 
@@ -30,18 +30,27 @@ def distil_caller(org: str) -> Caller:
     return Caller(org=org, agent_id=DISTIL_AGENT, read_scopes=[WILDCARD], write_scopes=[WILDCARD], tool=DISTIL_TOOL)
 
 
+ABSTRACTS_TOOL = "echo-memory consolidate abstract"
+
+
+def abstracts_caller(org: str) -> Caller:
+    """The identity digest abstracts are stored as: every scope's token grant, each scope's writer list still applies."""
+    return Caller(org=org, agent_id=ABSTRACTS_AGENT, read_scopes=[WILDCARD], write_scopes=[WILDCARD],
+                  tool=ABSTRACTS_TOOL)
+
+
 @dataclass
 class Report:
     """One run: what was sent, what came back, what was (or would be) written, and everything dropped."""
 
     command: str
     write: bool
-    sent: int = 0  # items (episodes or sentences) sent to the model
+    sent: int = 0  # items (episodes, sentences or digests) sent to the model
     requests: int = 0  # HTTP requests, retries included
     malformed_replies: int = 0  # dropped whole, never stored
-    candidates: int = 0  # facts or hints the model proposed
-    written: int = 0  # facts or hints stored (0 in a dry run)
-    would_write: int = 0  # facts or hints a write run would store
+    candidates: int = 0  # facts, hints or abstracts the model proposed
+    written: int = 0  # facts, hints or abstracts stored (0 in a dry run)
+    would_write: int = 0  # facts, hints or abstracts a write run would store
     dropped: Counter[str] = field(default_factory=Counter)  # reason -> candidates dropped
     skipped: Counter[str] = field(default_factory=Counter)  # reason -> items not sent or not finished
     more: bool = False  # --limit stopped the run before the last item
