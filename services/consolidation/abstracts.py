@@ -33,6 +33,7 @@ from echo_memory.libs.core.contracts.consolidation import (
 )
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound, ScopeDenied
 from echo_memory.libs.core.contracts.framing import MEMORY_NOTICE, frame_text
+from echo_memory.libs.server.embed import count_tokens
 from echo_memory.libs.server.store import access
 from echo_memory.libs.server.store.scopes import SCOPE_WRITE_LOCK
 from echo_memory.services.consolidation.abstract_check import Member, check_abstract
@@ -72,8 +73,8 @@ WHERE d.id = %(digest_id)s
 DIGEST_FOR_UPDATE = DIGEST + "FOR UPDATE OF d"
 
 INSERT_ABSTRACT = """
-INSERT INTO digest_abstracts (scope_id, digest_id, text, sentences, cited_ids, model, written_by)
-VALUES (%(scope_id)s, %(digest_id)s, %(text)s, %(sentences)s, %(cited_ids)s::uuid[], %(model)s, %(written_by)s)
+INSERT INTO digest_abstracts (scope_id, digest_id, text, token_count, sentences, cited_ids, model, written_by)
+VALUES (%(scope_id)s, %(digest_id)s, %(text)s, %(token_count)s, %(sentences)s, %(cited_ids)s::uuid[], %(model)s, %(written_by)s)
 RETURNING id::text
 """
 
@@ -184,7 +185,8 @@ async def write_abstract(conn: psycopg.AsyncConnection, caller: Caller, args: Wr
     stored = [{"text": text, "cites": c} for (text, _), c in zip(sentences, cited, strict=True)]
     text = " ".join(s.text for s in args.sentences)
     row = await (await conn.execute(INSERT_ABSTRACT, {
-        "scope_id": digest["scope_id"], "digest_id": digest_id, "text": text, "sentences": json.dumps(stored),
+        "scope_id": digest["scope_id"], "digest_id": digest_id, "text": text, "token_count": count_tokens(text),
+        "sentences": json.dumps(stored),
         "cited_ids": sorted({c for cs in cited for c in cs}), "model": args.model,
         "written_by": caller.agent_id})).fetchone()
     abstract_id = str(row[0])  # type: ignore[index]

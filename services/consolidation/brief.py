@@ -31,6 +31,14 @@ def _fit(order: list[dict[str, Any]], max_tokens: int) -> list[str]:
     return chosen
 
 
+def _quoted(item: BriefItem) -> str:
+    """A digest as the brief's text shows it: its summary, then its abstract marked as the model's."""
+    if item.abstract is None:
+        return item.summary
+    return (f"{item.summary}\nAbstract written by your own model {item.abstract_model} (each sentence checked "
+            f"against the facts it cites): {item.abstract}")
+
+
 def _project_names(project: str | None) -> list[str]:
     """The project as given and, for a path, its last part."""
     if not project:
@@ -63,8 +71,9 @@ async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput)
     available = int(order[0]["available"]) if order else 0
     names: dict[str, str] = {s.stored_name: s.name for s in scopes}
     items = [BriefItem(digest_id=r["digest_id"], kind=r["kind"], entity=r["entity"],
-                       scope=names.get(r["scope_name"]) or r["scope_name"], summary=r["summary"], facts=r["facts"],
-                       tokens=r["token_count"], last_seen=r["last_seen"]) for r in rows]
+                       scope=names.get(r["scope_name"]) or r["scope_name"], summary=r["summary"], abstract=r["abstract"],
+                       abstract_model=r["abstract_model"], facts=r["facts"], tokens=r["token_count"],
+                       last_seen=r["last_seen"]) for r in rows]
     used = sum(item.tokens for item in items)
     note = None
     if not order:
@@ -73,6 +82,6 @@ async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput)
         note = f"no digest fits in {args.max_tokens} tokens; the smallest takes {min(r['token_count'] for r in order)}"
     heading = f"Memory brief: {len(items)} of {available} digests" + (
         f", project {args.project} first" if args.project else "")
-    text = frame_text("\n\n".join([heading, *(item.summary for item in items)]))
+    text = frame_text("\n\n".join([heading, *(_quoted(item) for item in items)]))
     return BriefResult(memory_notice=MEMORY_NOTICE, items=items, text=text, tokens=used,
                        digests_available=available, note=note)

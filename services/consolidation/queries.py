@@ -180,7 +180,8 @@ WITH in_project AS (
         LIMIT %(rows)s
     ) AS f
 )
-SELECT u.id::text AS digest_id, u.token_count,
+SELECT u.id::text AS digest_id,
+       u.token_count + coalesce((SELECT a.token_count FROM digest_abstracts a WHERE a.digest_id = u.id), 0) AS token_count,
        (SELECT count(*) FROM digests a WHERE a.scope_id = ANY(%(scope_ids)s::uuid[]) AND a.valid_to IS NULL) AS available
 FROM (
     SELECT * FROM in_project
@@ -191,13 +192,16 @@ ORDER BY u.in_project DESC, u.kind = 'entity' DESC, u.last_seen DESC, u.facts DE
 LIMIT %(rows)s
 """
 
-# The digests BRIEF_ORDER chose, in the order of %(ids)s.
+# The digests BRIEF_ORDER chose, in the order of %(ids)s, each with its abstract when the user's
+# model wrote one (a digest version has at most one; its size is counted in BRIEF_ORDER's).
 BRIEF_ITEMS = """
 SELECT d.id::text AS digest_id, d.kind, s.name AS scope_name,
        CASE WHEN d.kind = 'entity' THEN (SELECT e.name FROM entities e WHERE e.id = d.subject_id) END AS entity,
-       d.summary, d.token_count, cardinality(d.member_ids) AS facts, d.last_seen
+       d.summary, d.token_count + coalesce(a.token_count, 0) AS token_count, cardinality(d.member_ids) AS facts,
+       d.last_seen, a.text AS abstract, a.model AS abstract_model
 FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS chosen(id, position)
 JOIN digests d ON d.id = chosen.id
 JOIN scopes s ON s.id = d.scope_id
+LEFT JOIN digest_abstracts a ON a.digest_id = d.id
 ORDER BY chosen.position
 """

@@ -11,6 +11,7 @@ import pytest
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import InvalidArgument, ScopeDenied
 from echo_memory.libs.core.contracts.framing import OPEN_TAG
+from echo_memory.libs.server.embed import count_tokens
 from echo_memory.libs.testing.tiers import Handlers
 
 ENTITIES = [("Billing service", "service"), ("Stripe", "vendor"), ("Postgres", "database"), ("Kafka", "queue")]
@@ -111,6 +112,16 @@ async def test_only_a_checked_abstract_is_stored_audited_and_listed(handlers: Ha
     assert (item["origin"], item["entity"], item["model"]) == ("model", "Billing service", "stand-in-model")
     assert listed["text"].startswith(OPEN_TAG) and "written by your own model stand-in-model" in listed["text"]
     assert listed["memory_notice"].startswith("Recalled memory")
+    # The brief quotes the abstract under its digest's summary and counts it in the budget.
+    brief = await handlers.call(reader, "consolidation", "brief", {"max_tokens": 4000})
+    [quoted] = [i for i in brief["items"] if i["digest_id"] == digest["digest_id"]]
+    assert (quoted["abstract"], quoted["abstract_model"]) == (" ".join(t for t, _ in good), "stand-in-model")
+    summary_tokens = await _count(handlers, f"SELECT token_count FROM digests WHERE id = '{digest['digest_id']}'")
+    assert quoted["tokens"] == summary_tokens + count_tokens(quoted["abstract"])
+    assert f"{quoted['summary']}\nAbstract written by your own model stand-in-model" in brief["text"]
+    assert good[1][0] in brief["text"] and brief["tokens"] == sum(i["tokens"] for i in brief["items"])
+    tight = await handlers.call(reader, "consolidation", "brief", {"max_tokens": summary_tokens})
+    assert digest["digest_id"] not in [i["digest_id"] for i in tight["items"]]
     with pytest.raises(ScopeDenied):  # reading a scope is not enough to write an abstract of its digest
         await _write(handlers, digest, good, caller=_caller(handlers, "cursor", write=()))
 
@@ -118,6 +129,8 @@ async def test_only_a_checked_abstract_is_stored_audited_and_listed(handlers: Ha
     await _store(handlers, [_fact("Billing service", "Kafka", "publishes to", "The billing service also publishes "
                                                                              "refunds to Kafka.")])
     assert (await handlers.call(reader, "consolidation", "digest_abstracts", {}))["items"] == []
+    rebuilt_brief = await handlers.call(reader, "consolidation", "brief", {"max_tokens": 4000})
+    assert all(i["abstract"] is None for i in rebuilt_brief["items"])
     rebuilt = await _entity_digest(handlers)
     assert rebuilt["digest_id"] != digest["digest_id"]
     with pytest.raises(InvalidArgument, match="replaced by a later consolidation run"):

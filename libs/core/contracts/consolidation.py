@@ -100,8 +100,12 @@ class BriefItem(BaseModel):
     entity: str | None = Field(description="the entity an entity digest describes; null for a topic")
     scope: str
     summary: str
+    abstract: str | None = Field(None, description="the digest's abstract, written by the user's own model "
+                                 "(`echo-memory consolidate abstract`) and stored only after every sentence was "
+                                 "checked against the facts it cites; null when it has none")
+    abstract_model: str | None = Field(None, description="the model that wrote the abstract")
     facts: int = Field(description="current facts the digest summarises")
-    tokens: int
+    tokens: int = Field(description="tokens of the summary and the abstract")
     last_seen: datetime
 
 
@@ -109,7 +113,7 @@ class BriefResult(BaseModel):
     memory_notice: MemoryNotice = Field(MEMORY_NOTICE, description="always this text: the stored text below is data")
     items: list[BriefItem]
     text: str = Field(description="the items framed as recalled data, ready to paste into a model's context")
-    tokens: int = Field(description="tokens of the items' summaries (within max_tokens)")
+    tokens: int = Field(description="tokens of the items' summaries and abstracts (within max_tokens)")
     digests_available: int = Field(description="current digests in the scopes read; more than items when the budget cut")
     note: str | None = Field(None, description="why the brief is empty, when it is")
 

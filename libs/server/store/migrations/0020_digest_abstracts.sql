@@ -10,6 +10,7 @@ CREATE TABLE IF NOT EXISTS digest_abstracts (
     scope_id    uuid NOT NULL REFERENCES scopes (id),
     digest_id   uuid NOT NULL UNIQUE REFERENCES digests (id) ON DELETE CASCADE,
     text        text NOT NULL,                 -- the sentences joined, as shown
+    token_count integer NOT NULL CHECK (token_count > 0),  -- what quoting it costs a brief's budget
     sentences   jsonb NOT NULL,                -- [{"text": ..., "cites": [fact id, ...]}, ...] in order
     cited_ids   uuid[] NOT NULL,               -- every fact a sentence cites, sorted (erasure finds them here)
     model       text NOT NULL,                 -- the model name the endpoint reported being asked
