@@ -31,11 +31,16 @@ def facts_sent(request: Received) -> list[dict[str, str]]:
 
 
 def model(invent: bool) -> Any:
-    """Restates the first fact it is sent, citing it; with `invent`, the entity digest gets a number no fact has."""
+    """Restates the first fact it is sent, citing it; with `invent`, the entity digest's abstract restates
+    the retries fact with a number it does not hold."""
     def respond(request: Received) -> Answer:
-        first = facts_sent(request)[0]
+        sent = facts_sent(request)
+        first = sent[0]
         sentence = first["sentence"]
         if invent and "the entity" in request.user_text():
+            # Cites the retries fact (the members come newest first, in no fixed order within one
+            # write), so the number is the sentence's only claim that fact does not hold.
+            first = next(f for f in sent if f["sentence"] == RETRIES)
             sentence = "The billing service retries failed charges 4 times through Stripe."
         return Answer(content=json.dumps({"sentences": [{"text": sentence, "cites": [first["key"]]}]}))
     return respond

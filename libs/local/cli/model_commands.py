@@ -30,7 +30,7 @@ from echo_memory.libs.server import eventloop
 if TYPE_CHECKING:  # the command's modules load only when it runs
     from echo_memory.libs.core.contracts.bus import Caller
     from echo_memory.libs.core.contracts.verbs import In, Out, Verb
-    from echo_memory.libs.local.llm.jobs import BusCall
+    from echo_memory.libs.local.llm.jobs import BusCall, Report
 
 DEFAULT_LIMIT = 50
 AGENTS = {"distil": DISTIL_AGENT, "infer-causal-hints": HINTS_AGENT}  # whose writes each command's --clear ends
@@ -123,13 +123,17 @@ async def command(settings: Settings, args: Any) -> int:
             from echo_memory.libs.local.llm.hints import infer_causal_hints
 
             await infer_causal_hints(admin, chat, write=args.write, limit=args.limit, report=report)
-    if args.json:
+    _print_report(report, args.json)
+    return 0
+
+
+def _print_report(report: Report, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(report.as_dict(), indent=2, default=str))
     else:
         for item in report.items:
             print(_line(item))
         print(report.summary())
-    return 0
 
 
 def run_abstract(settings: Settings, args: Any) -> int:
@@ -156,12 +160,7 @@ async def abstract(settings: Settings, args: Any) -> int:
     report = Report(command="consolidate abstract", write=args.write)
     async with _bus(settings) as (_, _, as_abstracts), chat:
         await write_abstracts(as_abstracts, chat, write=args.write, limit=args.limit, report=report, scope=args.scope)
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=2, default=str))
-    else:
-        for item in report.items:
-            print(_line(item))
-        print(report.summary())
+    _print_report(report, args.json)
     return 0
 
 

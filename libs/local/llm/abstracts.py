@@ -26,8 +26,7 @@ from echo_memory.libs.core.contracts.consolidation import (
 from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.verbs import ABSTRACT_CANDIDATES, WRITE_ABSTRACT
 from echo_memory.libs.local.llm.client import ChatClient
-from echo_memory.libs.local.llm.errors import LlmMalformedReply
-from echo_memory.libs.local.llm.jobs import BusCall, Report
+from echo_memory.libs.local.llm.jobs import BusCall, Report, ask
 
 
 class AbstractSentenceReply(BaseModel):
@@ -110,16 +109,10 @@ async def _one(call: BusCall, chat: ChatClient, digest: AbstractCandidate, *, wr
         report.skipped["no current member fact; not sent"] += 1
         item["outcome"] = "not sent: no current member fact"
         return
-    report.sent += 1
-    before = chat.requests
-    try:
-        reply = await chat.structured(SYSTEM, prompt(digest), AbstractReply)
-    except LlmMalformedReply as exc:
-        report.malformed_replies += 1
-        item["outcome"] = f"no abstract: {exc.message}"
+    reply = await ask(chat, SYSTEM, prompt(digest), AbstractReply, report)
+    if isinstance(reply, str):
+        item["outcome"] = f"no abstract: {reply}"
         return
-    finally:
-        report.requests += chat.requests - before
     report.candidates += 1
     planned = plan(digest, reply, chat.model, session)
     if isinstance(planned, str):

@@ -30,8 +30,7 @@ from echo_memory.libs.core.contracts.verbs import MARK_DISTILLED, PENDING_EPISOD
 from echo_memory.libs.core.contracts.write import EntityIn, FactIn, WriteEpisodeInput
 from echo_memory.libs.core.secrets import find_secret
 from echo_memory.libs.local.llm.client import ChatClient
-from echo_memory.libs.local.llm.errors import LlmMalformedReply
-from echo_memory.libs.local.llm.jobs import BusCall, Report
+from echo_memory.libs.local.llm.jobs import BusCall, Report, ask
 
 MIN_QUOTE_CHARS = 8
 
@@ -162,16 +161,10 @@ async def _one(
         report.skipped["turn holds a secret; not sent"] += 1
         item["outcome"] = "not sent: holds a secret"
         return
-    report.sent += 1
-    before = chat.requests
-    try:
-        reply = await chat.structured(SYSTEM, prompt(episode), DistilReply)
-    except LlmMalformedReply as exc:
-        report.malformed_replies += 1
-        item["outcome"] = f"left pending: {exc.message}"
+    reply = await ask(chat, SYSTEM, prompt(episode), DistilReply, report)
+    if isinstance(reply, str):
+        item["outcome"] = f"left pending: {reply}"
         return
-    finally:
-        report.requests += chat.requests - before
     args = plan(episode, reply, report)
     item["facts"] = [f.model_dump(exclude_none=True) for f in args.facts] if args else []
     if args is None and reply.facts:

@@ -26,8 +26,7 @@ from echo_memory.libs.core.contracts.post_hoc import (
 from echo_memory.libs.core.contracts.verbs import ADD_CAUSAL_HINTS, UNHINTED_FACTS
 from echo_memory.libs.local.llm.client import ChatClient
 from echo_memory.libs.local.llm.connectives import causal_connective
-from echo_memory.libs.local.llm.errors import LlmMalformedReply
-from echo_memory.libs.local.llm.jobs import BusCall, Report
+from echo_memory.libs.local.llm.jobs import BusCall, Report, ask
 
 BATCH = 20  # sentences per request
 PAGE = 200
@@ -108,15 +107,9 @@ async def infer_causal_hints(admin: BusCall, chat: ChatClient, *, write: bool, l
             break
     for start in range(0, len(selected), BATCH):
         batch = selected[start:start + BATCH]
-        report.sent += len(batch)
-        before = chat.requests
-        try:
-            reply = await chat.structured(SYSTEM, prompt(batch), HintReply)
-        except LlmMalformedReply:
-            report.malformed_replies += 1
+        reply = await ask(chat, SYSTEM, prompt(batch), HintReply, report, sent=len(batch))
+        if isinstance(reply, str):
             continue
-        finally:
-            report.requests += chat.requests - before
         hints = keep(batch, reply, report)
         texts = {f.fact_id: f.text for f in batch}
         report.items += [{**h, "sentence": texts[h["fact_id"]]} for h in hints]

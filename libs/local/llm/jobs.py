@@ -13,6 +13,8 @@ from typing import Any, Protocol
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.identity import ABSTRACTS_AGENT, DISTIL_AGENT, WILDCARD
 from echo_memory.libs.core.contracts.verbs import In, Out, Verb
+from echo_memory.libs.local.llm.client import ChatClient, Reply
+from echo_memory.libs.local.llm.errors import LlmMalformedReply
 
 
 class BusCall(Protocol):
@@ -75,3 +77,21 @@ class Report:
         if not self.write and self.would_write:
             lines.append("run again with --write to store them")
         return "\n".join(lines)
+
+
+async def ask(chat: ChatClient, system: str, user: str, reply: type[Reply], report: Report, *,
+              sent: int = 1) -> Reply | str:
+    """The model's reply to one request about `sent` items, counted in `report` (items sent, HTTP
+    requests); a reply that is not the schema is counted as malformed and comes back as its reason.
+
+    Raises the client's other typed errors (unavailable, rate limited, HTTP refusal).
+    """
+    report.sent += sent
+    before = chat.requests
+    try:
+        return await chat.structured(system, user, reply)
+    except LlmMalformedReply as exc:
+        report.malformed_replies += 1
+        return exc.message
+    finally:
+        report.requests += chat.requests - before
