@@ -1,7 +1,8 @@
 """A consolidation run over one scope: place every fact in its tier, build entity digests, record it.
 
-One transaction per scope. A run never takes the scope's write lock (writes never wait for it):
-it moves a fact only if the fact is still in the tier the run read, so a concurrent run's move wins
+One transaction per scope. A run never takes the scope's write lock: only the facts it moves are
+row-locked, from its last step to its commit (a write that ends one of them waits that long). It
+moves a fact only if the fact is still in the tier the run read, so a concurrent run's move wins
 and is counted as skipped here. Tier moves change facts.tier alone; no fact's content, vector or
 edge is rewritten or deleted.
 """
@@ -109,6 +110,10 @@ async def run_scope(conn: psycopg.AsyncConnection, caller: Caller, scope: ScopeR
     row = await (await conn.execute(q.INSERT_RUN, {"scope_id": scope.id, "actor": caller.agent_id,
                                                     "policy_version": policy.policy_version})).fetchone()
     run_id: str = row[0]  # type: ignore[index]
+    stored = await digests.store_digests(conn, scope.id, run_id, drafts)
+    counts.digests_built, counts.digests_ended, counts.digests_unchanged = stored.built, stored.ended, stored.unchanged
+    # Tier moves last: a moved fact's row stays locked until the run commits, and a write that ends
+    # that fact (a restated edge) waits for it, so no other step of the run may come after them.
     if moving:
         await conn.execute(q.INSERT_MOVES, {
             "run_id": run_id, "fact_ids": [p.fact.id for p in moving], "from_tiers": [p.fact.tier for p in moving],
@@ -116,8 +121,6 @@ async def run_scope(conn: psycopg.AsyncConnection, caller: Caller, scope: ScopeR
         })
         applied = (await (await conn.execute(q.APPLY_MOVES, {"run_id": run_id, "scope_id": scope.id})).fetchone())[0]  # type: ignore[index]
         counts.skipped += len(moving) - int(applied)
-    stored = await digests.store_digests(conn, scope.id, run_id, drafts)
-    counts.digests_built, counts.digests_ended, counts.digests_unchanged = stored.built, stored.ended, stored.unchanged
     payload = counts.model_dump()
     await conn.execute(q.FINISH_RUN, {"run_id": run_id, "scope_id": scope.id, "counts": json.dumps(payload)})
     await conn.execute(INSERT_AUDIT, {

@@ -114,6 +114,14 @@ async def test_each_fact_gets_the_tier_its_activity_gives_and_content_never_chan
     audit = await (await handlers.conn.execute(
         "SELECT after->>'run_id' FROM audit_log WHERE kind = 'consolidation_run'")).fetchall()
     assert audit == [(run["run_id"],)]
+    # The moves are the run's last writes: a moved fact stays row-locked until the commit, and a
+    # write ending it waits that long (cmin: the statement of its transaction that wrote a row).
+    last_digest = await (await handlers.conn.execute(
+        "SELECT max(cmin::text::int) FROM digests WHERE run_id = %s", (run["run_id"],))).fetchone()
+    first_move = await (await handlers.conn.execute(
+        "SELECT min(f.cmin::text::int) FROM facts f JOIN tier_moves m ON m.fact_id = f.id WHERE m.run_id = %s",
+        (run["run_id"],))).fetchone()
+    assert last_digest is not None and first_move is not None and last_digest[0] < first_move[0]
 
     # A recent read of an entity brings its current facts back: the read log decides, not age alone.
     await handlers.conn.execute("UPDATE reads SET created_at = now()")
