@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.local.eval import org_load
 from echo_memory.libs.local.eval.org_history import OrgHistory, OrgShape, entity_type
 from echo_memory.libs.local.eval.org_load import load_history, load_reads
 from echo_memory.libs.server.embed import MiniLM
@@ -82,7 +84,9 @@ def _split_vectors(rows: list[tuple[Any, ...]]) -> tuple[list[tuple[Any, ...]], 
     return [r[:-1] for r in rows], np.array([[float(v) for v in r[-1].strip("[]").split(",")] for r in rows])
 
 
-async def test_copy_stores_the_rows_the_write_path_stores(handlers: Handlers, embedder: MiniLM) -> None:
+async def test_copy_stores_the_rows_the_write_path_stores(handlers: Handlers, embedder: MiniLM,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(org_load, "EMBED_CHUNK", 16)  # five chunks, each embedding while the last streams in
     history = OrgHistory(80, SHAPE)
     assert sum(f.replaces is not None for f in history.facts) >= 5  # restated edges are exercised
     assert any(f.source in g or f.target in g for g in history.look_alikes[:1] for f in history.facts)

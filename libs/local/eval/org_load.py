@@ -1,7 +1,7 @@
 """Load an organisation's history (org_history.py) by COPY, as `write_episode` would have stored it.
 
-For the consolidation benchmark's large stores (a million facts in well under an hour on two
-cores: the model embeds in chunks on both cores, rows stream in by COPY). The rows are those the
+For the consolidation benchmark's large stores: the model embeds in chunks on both cores, and
+the rows of one chunk stream in by COPY while the next embeds. The rows are those the
 write path writes when each session is one `write_episode` at the session's time, with every name
 declared new on first use: the entities (name vectors, their first writer), one `write` episode per
 session, the facts with their provenance, vectors, token counts and instruction flags, and for a
@@ -13,16 +13,18 @@ write path's. Reads go into the read log as agents' recalls would have.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
+import numpy as np
 import psycopg
 
 from echo_memory.libs.core.hygiene.instructions import instruction_flags
 from echo_memory.libs.local.eval.bulk import vector_text
 from echo_memory.libs.local.eval.org_history import OrgHistory, OrgRead, entity_type
-from echo_memory.libs.server.embed import MiniLM, count_tokens, embed_across_cores
+from echo_memory.libs.server.embed import MiniLM, count_tokens, embed_across_cores, settle
 from echo_memory.libs.server.store import embedding_models
 
 EMBED_CHUNK = 4096
@@ -61,22 +63,38 @@ async def load_history(
     entity_ids = await _copy_entities(conn, scope_id, history, embedder)
     episode_of = await _copy_episodes(conn, scope_id, history, at)
     ended = history.successors()
-    async with conn.cursor() as cur, cur.copy(COPY_FACTS) as copy:
-        for start in range(0, len(facts), EMBED_CHUNK):
-            chunk = facts[start : start + EMBED_CHUNK]
-            vectors = await embed_across_cores(embedder, [f.text for f in chunk])
-            for offset, (fact, vector) in enumerate(zip(chunk, vectors, strict=True)):
-                i = start + offset
-                successor = ended.get(i)
-                await copy.write_row((
-                    ids[i], scope_id, episode_of[i], entity_ids[fact.source], entity_ids[fact.target], fact.relation,
-                    fact.text, "extracted", at[i], None if successor is None else at[successor],
-                    None if fact.replaces is None else ids[fact.replaces], fact.agent, fact.tool, fact.project,
-                    fact.session, at[i], vector_text(vector), count_tokens(fact.text),
-                    _array(instruction_flags(fact.text, fact.relation, fact.source, fact.target)),
-                ))
-            if progress:
-                progress(start + len(chunk))
+
+    def row(i: int, vector: np.ndarray) -> tuple[object, ...]:
+        fact, successor = facts[i], ended.get(i)
+        return (ids[i], scope_id, episode_of[i], entity_ids[fact.source], entity_ids[fact.target], fact.relation,
+                fact.text, "extracted", at[i], None if successor is None else at[successor],
+                None if fact.replaces is None else ids[fact.replaces], fact.agent, fact.tool, fact.project,
+                fact.session, at[i], vector_text(vector), count_tokens(fact.text),
+                _array(instruction_flags(fact.text, fact.relation, fact.source, fact.target)))
+
+    def embedding(start: int) -> asyncio.Task[np.ndarray] | None:
+        if start >= len(facts):
+            return None
+        texts = [f.text for f in facts[start : start + EMBED_CHUNK]]
+        return asyncio.create_task(embed_across_cores(embedder, texts))
+
+    # The next chunk embeds while this one streams in, so the model and Postgres overlap.
+    pending = embedding(0)
+    try:
+        async with conn.cursor() as cur, cur.copy(COPY_FACTS) as copy:
+            for start in range(0, len(facts), EMBED_CHUNK):
+                assert pending is not None
+                vectors = await pending
+                pending = embedding(start + EMBED_CHUNK)
+                await asyncio.sleep(0)  # let it hand its parts to the worker threads before the rows go
+                for offset, vector in enumerate(vectors):
+                    await copy.write_row(row(start + offset, vector))
+                if progress:
+                    progress(start + len(vectors))
+    finally:
+        if pending is not None:  # a failed COPY leaves the next chunk's embedding running
+            pending.cancel()
+            await settle(pending)
     await conn.execute(embedding_models.RECORD, {"scope_id": scope_id, "model": embedder.name})
     return ids
 

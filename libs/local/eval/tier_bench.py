@@ -31,6 +31,7 @@ are counted apart) and the contradiction probe (no digest holds a fact and the v
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +63,7 @@ GOLD_AGE_DAYS = 300
 ENDED_SHARE = 10  # one distractor in ten is an ended version
 AS_OF_QUERIES = 10
 BRIEFS = 30
+RUN_TIMEOUT_S = 4 * 3600.0  # a run over a million facts outlasts the bulk timeout (600 s)
 
 CONTENT_HASH = """
 SELECT md5(string_agg(concat_ws('|', id, source_entity, target_entity, relation, text, t_valid, t_invalid,
@@ -145,7 +147,7 @@ async def run(path: str | Path, sizes: list[int], *, history: str = "org", show:
     embedder = MiniLM()
     rows: list[dict[str, Any]] = []
     async with throwaway_stack(embedder) as stack:
-        call = stack_call(stack)
+        call = stack_call(stack, timeout=RUN_TIMEOUT_S)
         if history == "org":
             for size in sorted(sizes):
                 scope = await new_scope(call, f"org-{size}")
@@ -189,10 +191,18 @@ async def _load_org(database_url: str, scope: str, size: int, embedder: MiniLM, 
         await conn.set_autocommit(True)
         for table in ("facts", "entities", "episodes", "reads", "read_results"):
             await conn.execute(f"VACUUM ANALYZE {table}")  # as autovacuum would shortly after a bulk load
+    _phase(show, size, f"loaded: {time.perf_counter() - started:.0f} s wall, {time.process_time() - cpu:.0f} s CPU "
+                       "of this process")
     return {"look_alikes": org.look_alikes, "load": {
         "wall_s": round(time.perf_counter() - started, 1), "process_cpu_s": round(time.process_time() - cpu, 1),
         "superseded": len(org.successors()), "read_results": results,
         "agents": len({f.agent for f in org.facts}), "projects": len({f.project for f in org.facts})}}
+
+
+def _phase(show: bool, size: int, text: str) -> None:
+    """A line on stderr as each step of a size ends: a run at a million facts takes hours."""
+    if show:
+        print(f"{time.strftime('%H:%M:%S')} [{size}] {text}", file=sys.stderr, flush=True)
 
 
 def _progress(size: int) -> Callable[[int], None]:
@@ -225,10 +235,13 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         # activity that keeps a fact hot, so the gold facts stay never read as far as the policy sees.
         await conn.execute(BACKDATE_OWN_READS)
         cpu, started, pg_cpu = time.process_time(), time.perf_counter(), _tree_cpu(postgres)
+        _phase(show, distractors, "searched before the run (as_of, flat, default)")
         result = await call("consolidation", "consolidate", {"scope": scope})
         cost = {"wall_s": round(time.perf_counter() - started, 2), "process_cpu_s": round(time.process_time() - cpu, 2),
                 "postgres_cpu_s": round(_tree_cpu(postgres) - pg_cpu, 2), "counts": result["runs"][0]["counts"]}
         cost["vacuum_after"] = await _vacuum_after_run(conn, postgres)
+        _phase(show, distractors, f"consolidated: {cost['wall_s']} s wall, {cost['process_cpu_s']} s CPU of this "
+                                  f"process, {cost['postgres_cpu_s']} s of Postgres")
         run_id = result["runs"][0]["run_id"]
         pg_cpu = _tree_cpu(postgres)
         hot = await _arm(call, scope, data, by_id, "hot")
@@ -239,6 +252,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         reach = await _digest_reach(conn, scope_id, data, by_id, embedder)
         probes = await _probes(conn, scope_id, org["look_alikes"]) if org is not None else None
         digests_before = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
+        _phase(show, distractors, "searched after the run (hot, brief, reach, probes); undoing and rebuilding")
         await call("consolidation", "consolidate_undo", {"run_id": run_id})
         await call("consolidation", "consolidate", {"scope": scope})
         digests_rebuilt = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
