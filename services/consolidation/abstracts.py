@@ -215,10 +215,7 @@ async def list_abstracts(conn: psycopg.AsyncConnection, caller: Caller, args: Di
 
     Raises what scope resolution raises for a scope the caller may not read or that does not exist.
     """
-    if args.scope is None:
-        scopes = await access.accessible_scopes(conn, caller, "read")
-    else:
-        scopes = await access.resolve_read_scopes(conn, caller, args.scope)
+    scopes = await access.named_or_readable_scopes(conn, caller, args.scope)
     names = {s.stored_name: s.name for s in scopes}
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(LIST, {"scope_ids": [s.id for s in scopes if s.id is not None], "limit": args.limit})

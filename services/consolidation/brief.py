@@ -54,10 +54,7 @@ async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput)
 
     Raises what scope resolution raises for a scope the caller may not read or that does not exist.
     """
-    if args.scope is None:
-        scopes = await access.accessible_scopes(conn, caller, "read")
-    else:
-        scopes = await access.resolve_read_scopes(conn, caller, args.scope)
+    scopes = await access.named_or_readable_scopes(conn, caller, args.scope)
     scope_ids = [s.id for s in scopes if s.id is not None]
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(q.BRIEF_ORDER, {"scope_ids": scope_ids, "projects": _project_names(args.project),

@@ -36,7 +36,12 @@ from echo_memory.libs.core.contracts.entities import (
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
 from echo_memory.libs.core.contracts.identity import require_admin
 from echo_memory.libs.core.contracts.write import Candidate
-from echo_memory.libs.server.store.access import Scope, accessible_scopes, resolve_read_scopes, resolve_scope
+from echo_memory.libs.server.store.access import (
+    Scope,
+    accessible_scopes,
+    named_or_readable_scopes,
+    resolve_scope,
+)
 from echo_memory.services.writes import identity_queries as q
 from echo_memory.services.writes.episode import AuditEntry, audit
 from echo_memory.services.writes.queries import SCOPE_WRITE_LOCK
@@ -51,10 +56,7 @@ async def entity_deferred(
     Raises ScopeDenied for any caller but the admin identity, NotFound for an unknown scope.
     """
     require_admin(caller, "list deferred entity mentions")
-    if args.scope is not None:
-        scopes = await resolve_read_scopes(conn, caller, args.scope)
-    else:
-        scopes = await accessible_scopes(conn, caller, "read")
+    scopes = await named_or_readable_scopes(conn, caller, args.scope)
     names = {s.id: s.name for s in scopes if s.id is not None}
     if not names:
         return EntityDeferredResult()

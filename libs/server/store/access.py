@@ -183,6 +183,20 @@ async def resolve_read_scopes(
     return [await resolve_scope(conn, caller, name, "read") for name in dict.fromkeys(names)]
 
 
+async def named_or_readable_scopes(
+    conn: psycopg.AsyncConnection, caller: Caller, requested: str | list[str] | None
+) -> list[Scope]:
+    """The scopes a read names, checked as in `resolve_read_scopes`; when it names none, every
+    scope `caller` may read (`accessible_scopes`), which may be an empty list.
+
+    For listings (brief, abstracts, deferred mentions) that span what the caller can see, unlike a
+    search, whose default is the shared scope.
+    """
+    if requested is None:
+        return await accessible_scopes(conn, caller, "read")
+    return await resolve_read_scopes(conn, caller, requested)
+
+
 async def accessible_scopes(conn: psycopg.AsyncConnection, caller: Caller, mode: Mode) -> list[Scope]:
     """Every existing scope `caller` may use in `mode`, oldest first, by the rule of `resolve_scope`.
 
