@@ -136,10 +136,7 @@ async def _one(call: BusCall, chat: ChatClient, digest: AbstractCandidate, *, wr
     try:
         stored = await call(WRITE_ABSTRACT, planned)
     except EchoError as exc:
-        if exc.retryable:
-            raise
-        report.skipped[f"write refused ({exc.code})"] += 1
-        item["outcome"] = f"not stored: {exc.message}"
+        report.refused(exc, item, "write refused", "not stored")
         return
     report.written += 1
     item["outcome"] = f"stored abstract {stored.abstract_id}"

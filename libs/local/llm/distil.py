@@ -179,10 +179,7 @@ async def _one(
         try:
             result = await as_distil(WRITE_EPISODE, args)
         except EchoError as exc:
-            if exc.retryable:
-                raise
-            report.skipped[f"write refused ({exc.code})"] += 1
-            item["outcome"] = f"left pending: write refused: {exc.message}"
+            report.refused(exc, item, "write refused", "left pending: write refused")
             return
         fact_ids = [e.fact_id for e in result.edges_created + result.restated]
         report.written += len(result.edges_created)
@@ -195,10 +192,7 @@ async def _one(
             episode_ids=[episode.episode_id], fact_ids=fact_ids,
             note="distilled by the user's own model (echo-memory distil)"))
     except EchoError as exc:
-        if exc.retryable:
-            raise
-        report.skipped[f"not marked distilled ({exc.code})"] += 1
-        item["outcome"] = f"stored {len(fact_ids)} fact(s); not marked distilled: {exc.message}"
+        report.refused(exc, item, "not marked distilled", f"stored {len(fact_ids)} fact(s); not marked distilled")
         return
     item["outcome"] = f"stored {len(fact_ids)} fact(s); marked distilled"
     item["fact_ids"] = fact_ids

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.core.contracts.errors import EchoError
 from echo_memory.libs.core.contracts.identity import ABSTRACTS_AGENT, DISTIL_AGENT, WILDCARD
 from echo_memory.libs.core.contracts.verbs import In, Out, Verb
 from echo_memory.libs.local.llm.client import ChatClient, Reply
@@ -57,6 +58,15 @@ class Report:
     skipped: Counter[str] = field(default_factory=Counter)  # reason -> items not sent or not finished
     more: bool = False  # --limit stopped the run before the last item
     items: list[dict[str, Any]] = field(default_factory=list)  # per item: what was (or would be) written
+
+    def refused(self, exc: EchoError, item: dict[str, Any], reason: str, outcome: str) -> None:
+        """Counts a write the service refused for good: skipped `reason (code)`, the item's outcome
+        `outcome: message`. A retryable error is raised again: it ends the run, and the next run
+        sends the item again."""
+        if exc.retryable:
+            raise exc
+        self.skipped[f"{reason} ({exc.code})"] += 1
+        item["outcome"] = f"{outcome}: {exc.message}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"command": self.command, "write": self.write, "sent": self.sent, "requests": self.requests,
