@@ -22,6 +22,7 @@ IMPORT_TIME_TEMPLATES = {
     ("services/retrieval/queries.py", "_bm25"),
     ("services/retrieval/queries.py", "_candidates"),
     ("services/retrieval/queries.py", "_ts_rank"),
+    ("services/retrieval/queries.py", "_query_terms"),
 }
 
 

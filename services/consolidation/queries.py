@@ -135,9 +135,10 @@ WHERE id = %(id)s AND scope_id = %(scope_id)s AND valid_to IS NULL
 
 INSERT_DIGEST = """
 INSERT INTO digests (scope_id, kind, subject_id, version, member_ids, member_hash, summary, token_count, projects,
-                     first_seen, last_seen, embedding, run_id)
+                     first_seen, last_seen, embedding, run_id, tsv)
 VALUES (%(scope_id)s, %(kind)s, %(subject_id)s, %(version)s, %(member_ids)s::uuid[], %(member_hash)s, %(summary)s,
-        %(token_count)s, %(projects)s, %(first_seen)s, %(last_seen)s, %(embedding)s, %(run_id)s)
+        %(token_count)s, %(projects)s, %(first_seen)s, %(last_seen)s, %(embedding)s, %(run_id)s,
+        echo_digest_lexical(%(member_ids)s::uuid[]))
 """
 
 UNDO_DIGESTS_STARTED = """

@@ -109,10 +109,11 @@ def tiered(sql: str, search: Search) -> str:
     return q.HOT_ONLY[sql] if search.hot else sql
 
 
-async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> None:
-    """The member facts of the current digests nearest the query (through the digests' HNSW index),
-    each with its cosine (channel `via_digest`): how a hot-tier search reaches consolidated and
-    archived facts."""
+async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> list[str]:
+    """Member facts of the current digests nearest the query (through the digests' HNSW index) and
+    of those that hold its rarest words, each with its cosine (channel `via_digest`): how a
+    hot-tier search reaches consolidated and archived facts. Returns their ids (empty when the
+    scopes have no digests); the words' route adds none while the lexical statistics are missing."""
     binds = await search.vector_binds(digests=search.settings.digests_expanded,
                                       members=search.settings.members_per_digest)
     with db_span("via_digests", org=search.org):
@@ -121,8 +122,28 @@ async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search)
             rows = await (await conn.execute(q.DIGEST_MEMBERS, binds, prepare=False)).fetchall()
         finally:
             await conn.execute(q.DIGEST_INDEX_OFF)
+    with db_span("via_digests_by_words", org=search.org):
+        # Not prepared: a generic plan cannot see the query's terms (as the lexical channel).
+        rows += await (await conn.execute(q.DIGEST_MEMBERS_BY_WORDS, binds, prepare=False)).fetchall()
     for row in rows:
         _add(pool, ItemKind.FACT, Channel.VIA_DIGEST, row)
+    return list(dict.fromkeys(str(row[0]) for row in rows))
+
+
+async def lexical_of(conn: psycopg.AsyncConnection, pool: Pool, search: Search, corpus: Corpus,
+                     ids: list[str]) -> None:
+    """The lexical channel's scores for the facts `ids` alone (BM25 or ts_rank, as `lexical` would
+    pick): members reached through digests then compete with hot facts on words as well as meaning.
+    Facts that match no selected query term get nothing; `ids` empty reads nothing."""
+    if not ids:
+        return
+    mode = lexical_mode(corpus, search.settings.lexical_bm25)
+    sql = q.LEXICAL_MEMBERS_BM25 if mode.mode == "bm25" else q.LEXICAL_MEMBERS_TS_RANK
+    binds = await search.vector_binds(ids=ids)
+    binds["limit"] = len(ids)
+    with db_span(f"lexical_members_{mode.mode}", org=search.org):
+        rows = await (await conn.execute(sql, binds, prepare=False)).fetchall()
+    _take_lexical(pool, ItemKind.FACT, rows)
 
 
 async def dense(conn: psycopg.AsyncConnection, pool: Pool, search: Search, corpus: Corpus) -> None:
@@ -185,12 +206,17 @@ async def lexical(conn: psycopg.AsyncConnection, pool: Pool, search: Search, cor
         # Not prepared, for the reason `dense` gives: a generic plan cannot see the query's terms
         # (measured at 100k facts: 14 ms instead of 5).
         rows = await (await conn.execute(sql, binds, prepare=False)).fetchall()
+    _take_lexical(pool, corpus.kind, rows)
+
+
+def _take_lexical(pool: Pool, kind: ItemKind, rows: Sequence[Sequence[Any]]) -> None:
+    """Lexical rows into `pool`, with the score and what the coordination and proximity boosts need."""
     # In BM25 mode the first row alone carries the query's positions and idfs (see `_bm25`).
     query_positions, idfs = (rows[0][6], rows[0][7] or {}) if rows else (None, {})
     ideal = sum(float(v) for v in idfs.values())
     for ident, lex, cos, matched, terms, doc_positions, _, _ in rows:
         if lex and float(lex) > 0:
-            cand = _add(pool, corpus.kind, Channel.LEXICAL, (ident, cos))
+            cand = _add(pool, kind, Channel.LEXICAL, (ident, cos))
             cand.lex = max(cand.lex, float(lex))
             cand.matched, cand.terms, cand.lex_ideal = int(matched), int(terms), ideal
             if doc_positions and query_positions and int(matched) >= 2:

@@ -137,31 +137,10 @@ def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool) -> 
     import drew, so two imports of the same conversation ranked differently.
     """
     return f"""
-WITH q AS (
-    SELECT u.lexeme AS term, u.positions FROM unnest(echo_lexical(%(query)s)) AS u
-),
-st AS (
-    SELECT coalesce(sum(doc_count), 0)::float8 AS n,
-           coalesce(sum(total_length), 0)::float8 / greatest(coalesce(sum(doc_count), 0), 1) AS avgdl
-    FROM lexical_stats WHERE scope_id = ANY(%(scope_ids)s) AND corpus = '{corpus}'
-),
-w AS (
-    SELECT q.term, coalesce(sum(d.df), 0)::float8 AS df
-    FROM q LEFT JOIN lexical_df d
-      ON d.term = q.term AND d.corpus = '{corpus}' AND d.scope_id = ANY(%(scope_ids)s)
-    GROUP BY q.term
-),
-idf AS (
-    SELECT w.term, w.df, ln(1 + (st.n - w.df + 0.5) / (w.df + 0.5)) AS idf,
-           row_number() OVER (ORDER BY w.df, w.term) AS rarity,
-           sum(w.df) OVER (ORDER BY w.df, w.term) AS postings
-    FROM w CROSS JOIN st WHERE w.df > 0
-),
+WITH {_query_terms(corpus)},
 sel AS (
-    SELECT string_agg(quote_literal(idf.term), ' | ')::tsquery AS tsq, sum(idf.df) AS postings
-    FROM idf CROSS JOIN st
-    WHERE (idf.df <= greatest(st.n * {CANDIDATE_DF_SHARE}, 1) OR idf.rarity <= 2)
-      AND (idf.postings <= {CANDIDATE_POSTINGS} OR idf.rarity = 1)
+    SELECT string_agg(quote_literal(chosen.term), ' | ')::tsquery AS tsq, sum(chosen.df) AS postings
+    FROM chosen
 ),
 {_candidates(table, alias, visible, pairs)}
 -- Rank every candidate by BM25 alone, then fetch vectors and positions for the top rows only:
@@ -195,6 +174,37 @@ FROM (SELECT scored.*, row_number() OVER (ORDER BY lex DESC, dist, id) = 1 AS fi
 JOIN {table} t ON t.id = s.id
 ORDER BY s.lex DESC, s.dist, s.id
 """
+
+
+def _query_terms(corpus: str) -> str:
+    """CTEs over one corpus' statistics: the query's terms (`q`), the corpus size and mean length
+    (`st`), each known term's df, idf, rarity rank and running postings (`idf`), and the terms that
+    make candidates (`chosen`: rare enough, up to CANDIDATE_POSTINGS postings, the rarest always)."""
+    return f"""q AS (
+    SELECT u.lexeme AS term, u.positions FROM unnest(echo_lexical(%(query)s)) AS u
+),
+st AS (
+    SELECT coalesce(sum(doc_count), 0)::float8 AS n,
+           coalesce(sum(total_length), 0)::float8 / greatest(coalesce(sum(doc_count), 0), 1) AS avgdl
+    FROM lexical_stats WHERE scope_id = ANY(%(scope_ids)s) AND corpus = '{corpus}'
+),
+w AS (
+    SELECT q.term, coalesce(sum(d.df), 0)::float8 AS df
+    FROM q LEFT JOIN lexical_df d
+      ON d.term = q.term AND d.corpus = '{corpus}' AND d.scope_id = ANY(%(scope_ids)s)
+    GROUP BY q.term
+),
+idf AS (
+    SELECT w.term, w.df, ln(1 + (st.n - w.df + 0.5) / (w.df + 0.5)) AS idf,
+           row_number() OVER (ORDER BY w.df, w.term) AS rarity,
+           sum(w.df) OVER (ORDER BY w.df, w.term) AS postings
+    FROM w CROSS JOIN st WHERE w.df > 0
+),
+chosen AS (
+    SELECT idf.term, idf.df, idf.idf FROM idf CROSS JOIN st
+    WHERE (idf.df <= greatest(st.n * {CANDIDATE_DF_SHARE}, 1) OR idf.rarity <= 2)
+      AND (idf.postings <= {CANDIDATE_POSTINGS} OR idf.rarity = 1)
+)"""
 
 
 def _candidates(table: str, alias: str, visible: str, pairs: bool) -> str:
@@ -257,6 +267,11 @@ _EPISODES_SEARCHABLE = _VISIBLE_EPISODE + " AND ep.embedding IS NOT NULL"
 LEXICAL_EPISODES_BM25 = _bm25("episodes", "ep", "episodes", _EPISODES_SEARCHABLE, pairs=False)
 LEXICAL_EPISODES_BM25_PAIRS = _bm25("episodes", "ep", "episodes", _EPISODES_SEARCHABLE, pairs=True)
 LEXICAL_FACTS_TS_RANK = _ts_rank("facts", "f", _VISIBLE)
+# The same scores for given facts only (`ids`): the members a hot search reached through digests,
+# which the lexical channel (hot facts only) never saw.
+_VISIBLE_AMONG = _VISIBLE + "AND f.id = ANY(%(ids)s::uuid[])\n"
+LEXICAL_MEMBERS_BM25 = _bm25("facts", "f", "facts", _VISIBLE_AMONG, pairs=False)
+LEXICAL_MEMBERS_TS_RANK = _ts_rank("facts", "f", _VISIBLE_AMONG)
 LEXICAL_EPISODES_TS_RANK = _ts_rank("episodes", "ep", _EPISODES_SEARCHABLE)
 
 # Entities the query names: every 1–3 word n-gram of the query against names and aliases,
@@ -350,6 +365,34 @@ SELECT DISTINCT ON (m.id) m.id, m.cos FROM nearest
 CROSS JOIN LATERAL (
     SELECT f.id::text AS id, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
     WHERE {_VISIBLE} AND f.id = ANY(nearest.member_ids)
+    ORDER BY f.embedding <=> %(embedding)s, f.id
+    LIMIT %(members)s
+) AS m
+ORDER BY m.id
+"""
+
+# The current digests that hold the query's candidate-making words (`chosen`, as the lexical
+# channel picks them), best first by the idf those words add up to, and of each the member facts
+# visible at `at` that hold one of them, nearest the query first: how a hot search reaches a
+# consolidated fact that shares the query's rare words but sits in no digest near it in meaning.
+# Each word is looked up in the digests' GIN index on its own; unnesting every matching digest's
+# words to score it cost twice the Postgres time of the whole rest of the search (10k facts).
+DIGEST_MEMBERS_BY_WORDS = f"""
+WITH {_query_terms("facts")},
+nearest AS MATERIALIZED (
+    SELECT d.id, d.member_ids, sum(chosen.idf) AS score FROM chosen
+    JOIN digests d ON d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL
+                  AND d.tsv @@ quote_literal(chosen.term)::tsquery
+    GROUP BY d.id, d.member_ids
+    ORDER BY score DESC, d.id
+    LIMIT %(digests)s
+),
+words AS (SELECT string_agg(quote_literal(chosen.term), ' | ')::tsquery AS tsq FROM chosen)
+SELECT DISTINCT ON (m.id) m.id, m.cos FROM nearest
+CROSS JOIN words
+CROSS JOIN LATERAL (
+    SELECT f.id::text AS id, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
+    WHERE {_VISIBLE} AND f.id = ANY(nearest.member_ids) AND f.tsv @@ words.tsq
     ORDER BY f.embedding <=> %(embedding)s, f.id
     LIMIT %(members)s
 ) AS m

@@ -278,7 +278,11 @@ async def _candidates(
     await wait_vector()
     if search.hot and facts.docs > 0:
         with steps.step("channel_via_digest"):
-            await ch.via_digests(conn, pool, search)
+            members = await ch.via_digests(conn, pool, search)
+        if Channel.LEXICAL in on:
+            with steps.step("lexical_of_members"):
+                unscored = [m for m in members if Channel.LEXICAL not in pool[m].channels]
+                await ch.lexical_of(conn, pool, search, facts, unscored)
     # A no-op unless some candidate still has no cosine; fusion must never rank a NaN.
     with steps.step("fill_cosines"):
         await ch.fill_cosines(conn, pool, search)

@@ -1,12 +1,15 @@
 """query_memory `tier: "hot"`: hot facts through every channel, consolidated facts only through the
-digests nearest the query; `all` (the default) and `as_of` see every tier."""
+digests nearest the query (and then scored on words too); `all` (the default) and `as_of` see every tier."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+from echo_memory.libs.core.config.retrieval import RetrievalSettings
+from echo_memory.libs.core.config.settings import Settings
 from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval.queries import EF_SEARCH
 
@@ -62,14 +65,37 @@ async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only
         "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), "
         "current_setting('hnsw.ef_search')")).fetchone()
     assert settings == ("on", "on", str(EF_SEARCH))
-    found = dict(hot)
-    assert OLD in found and found[OLD] == ["via_digest"]  # through the ledger service's digest, not a channel
+    # Reached through the ledger service's digest, not a facts channel, then scored on its words as
+    # a hot fact would be; the first answer, as in a search of every tier.
+    assert hot[0] == (OLD, ["lexical", "via_digest"])
     assert all("via_digest" not in matched or text != NEW for text, matched in hot)
 
     # The fax gateway has one fact: no entity digest, but a topic of its own, so still reachable.
-    assert dict(await _query(handlers, "fax invoices converted to PDF", tier="hot")).get(LONE) == ["via_digest"]
+    assert dict(await _query(handlers, "fax invoices converted to PDF", tier="hot")).get(LONE) == ["lexical", "via_digest"]
+    # A member that shares no word with the query keeps its cosine alone.
+    assert dict(await _query(handlers, "when does money go out to merchants each evening", tier="hot")).get(OLD) == [
+        "via_digest"]
     full = dict(await _query(handlers, "fax invoices converted to PDF"))
     assert LONE in full and "dense" in full[LONE]
     # Looking into the past searches every tier whatever `tier` says.
     past = dict(await _query(handlers, "fax invoices converted to PDF", tier="hot", as_of=datetime.now(UTC).isoformat()))
     assert LONE in past
+
+
+async def test_a_hot_search_reaches_a_consolidated_fact_by_its_rare_words(handlers: Handlers, embedder: MiniLM) -> None:
+    entities = [{"name": n, "type": t} for n, t in [("Ledger service", "service"), ("Payouts", "process"),
+                                                      ("Fax gateway", "service"), ("PDF", "format")]]
+    facts = [_fact("Ledger service", "Payouts", "settles", OLD), _fact("Fax gateway", "PDF", "converts to", LONE)]
+    written = await handlers.call(_caller(handlers), "writes", "write_episode",
+                                  {"session_id": "s", "entities": entities, "facts": facts})
+    assert written["stored"] is True
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    # One digest expanded per route: the nearest in meaning holds the gateway's fact, and only a
+    # word of the query ("night") leads to the ledger's.
+    one = Handlers(handlers.conn, handlers.org, embedder,
+                   Settings(org=handlers.org, retrieval=RetrievalSettings(digests_expanded=1)))
+    query = "bills turned into printable documents before they are sent out at night"
+    result = await one.call(_caller(handlers), "retrieval", "query_memory", {"query": query, "top_k": 5, "tier": "hot"})
+    found = {item["text"]: item["matched"] for item in result["results"]}
+    assert found == {LONE: ["via_digest"], OLD: ["lexical", "via_digest"]}
