@@ -113,7 +113,8 @@ async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search)
     """Member facts of the current digests nearest the query (through the digests' HNSW index) and
     of those that hold its rarest words, each with its cosine (channel `via_digest`): how a
     hot-tier search reaches consolidated and archived facts. Returns their ids (empty when the
-    scopes have no digests); the words' route adds none while the lexical statistics are missing."""
+    scopes have no digests). The words' route follows the lexical channel: none when it is
+    switched off, none while the lexical statistics are missing."""
     binds = await search.vector_binds(digests=search.settings.digests_expanded,
                                       members=search.settings.members_per_digest)
     with db_span("via_digests", org=search.org):
@@ -122,9 +123,10 @@ async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search)
             rows = await (await conn.execute(q.DIGEST_MEMBERS, binds, prepare=False)).fetchall()
         finally:
             await conn.execute(q.DIGEST_INDEX_OFF)
-    with db_span("via_digests_by_words", org=search.org):
-        # Not prepared: a generic plan cannot see the query's terms (as the lexical channel).
-        rows += await (await conn.execute(q.DIGEST_MEMBERS_BY_WORDS, binds, prepare=False)).fetchall()
+    if Channel.LEXICAL in search.channels:
+        with db_span("via_digests_by_words", org=search.org):
+            # Not prepared: a generic plan cannot see the query's terms (as the lexical channel).
+            rows += await (await conn.execute(q.DIGEST_MEMBERS_BY_WORDS, binds, prepare=False)).fetchall()
     for row in rows:
         _add(pool, ItemKind.FACT, Channel.VIA_DIGEST, row)
     return list(dict.fromkeys(str(row[0]) for row in rows))

@@ -99,3 +99,9 @@ async def test_a_hot_search_reaches_a_consolidated_fact_by_its_rare_words(handle
     result = await one.call(_caller(handlers), "retrieval", "query_memory", {"query": query, "top_k": 5, "tier": "hot"})
     found = {item["text"]: item["matched"] for item in result["results"]}
     assert found == {LONE: ["via_digest"], OLD: ["lexical", "via_digest"]}
+    # With the lexical channel switched off (an ablation), words lead nowhere either.
+    no_words = Handlers(handlers.conn, handlers.org, embedder, Settings(org=handlers.org, retrieval=RetrievalSettings(
+        digests_expanded=1, channels=("dense", "graph", "neighbour"))))
+    result = await no_words.call(_caller(handlers), "retrieval", "query_memory",
+                                 {"query": query, "top_k": 5, "tier": "hot"})
+    assert {item["text"]: item["matched"] for item in result["results"]} == {LONE: ["via_digest"]}
