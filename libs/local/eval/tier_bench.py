@@ -65,9 +65,11 @@ AS_OF_QUERIES = 10
 BRIEFS = 30
 RUN_TIMEOUT_S = 4 * 3600.0  # a run over a million facts outlasts the bulk timeout (600 s)
 
+# A hash of each row's hash: the rows themselves joined (vectors as text, ~4 KB a fact) pass
+# Postgres' 1 GB limit on one string at ~250k facts.
 CONTENT_HASH = """
-SELECT md5(string_agg(concat_ws('|', id, source_entity, target_entity, relation, text, t_valid, t_invalid,
-       supersedes, written_at, embedding::text), E'\\n' ORDER BY id)) FROM facts WHERE scope_id = %(scope_id)s
+SELECT md5(string_agg(md5(concat_ws('|', id, source_entity, target_entity, relation, text, t_valid, t_invalid,
+       supersedes, written_at, embedding::text)), '' ORDER BY id)) FROM facts WHERE scope_id = %(scope_id)s
 """
 SCOPE_ID = "SELECT id FROM scopes WHERE name = %(name)s"
 AGE_GOLD = """
