@@ -21,6 +21,7 @@ from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.local.eval import org_load
 from echo_memory.libs.local.eval.org_history import OrgHistory, OrgShape, entity_type
 from echo_memory.libs.local.eval.org_load import load_history, load_reads
+from echo_memory.libs.local.eval.vector_cache import VectorCache
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing.tiers import Handlers
 
@@ -106,6 +107,43 @@ async def test_copy_stores_the_rows_the_write_path_stores(handlers: Handlers, em
         assert await _rows(handlers, sql, via_copy) == await _rows(handlers, sql, via_writes)
     ended = await _rows(handlers, "SELECT count(*) FROM facts WHERE scope_id = %s AND t_invalid IS NOT NULL", via_copy)
     assert ended == [(len(history.successors()),)]
+
+
+async def test_a_vector_cache_loads_the_same_history_again_without_the_model(
+        handlers: Handlers, embedder: MiniLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(org_load, "EMBED_CHUNK", 16)
+    history = OrgHistory(60, SHAPE)
+    texts = [f.text for f in history.facts]
+    cache = VectorCache(tmp_path / "vectors", embedder.name)
+    first, second = await _scope(handlers, "cache-first"), await _scope(handlers, "cache-second")
+    await load_history(handlers.conn, first, history, embedder, cache=cache)
+    assert [p.name for p in cache.directory.iterdir()] == [cache.path_for(texts).name]
+    assert cache.path_for(texts).stat().st_mode & 0o777 == 0o600
+
+    embedded: list[str] = []
+    model = embedder.embed
+
+    def counting(batch: list[str], batch_size: int = 64) -> np.ndarray:
+        embedded.extend(batch)
+        return model(batch, batch_size)
+
+    monkeypatch.setattr(embedder, "embed", counting)
+    await load_history(handlers.conn, second, history, embedder, cache=cache)
+    names = {n for f in history.facts for n in (f.source, f.target)}
+    assert embedded and set(embedded) <= names  # the entity names only: no fact went through the model
+    copied, copied_vectors = _split_vectors(await _rows(handlers, FACTS, second))
+    computed, computed_vectors = _split_vectors(await _rows(handlers, FACTS, first))
+    assert copied == computed and np.array_equal(copied_vectors, computed_vectors)
+
+
+def test_benchmark_tiers_refuses_a_vector_cache_for_the_flat_history(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [str(BIN), "benchmark-tiers", "--agent-facts", str(TINY), "--sizes", "100", "--history", "flat",
+         "--vector-cache", str(tmp_path / "vectors")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 2 and "--vector-cache serves the org history only" in run.stderr
+    assert not (tmp_path / "vectors").exists()
 
 
 async def test_history_is_deterministic_with_valid_versions_and_reads_favour_recent_facts() -> None:

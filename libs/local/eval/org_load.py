@@ -24,6 +24,7 @@ import psycopg
 from echo_memory.libs.core.hygiene.instructions import instruction_flags
 from echo_memory.libs.local.eval.bulk import vector_text
 from echo_memory.libs.local.eval.org_history import OrgHistory, OrgRead, entity_type
+from echo_memory.libs.local.eval.vector_cache import VectorCache
 from echo_memory.libs.server.embed import MiniLM, count_tokens, embed_across_cores, settle
 from echo_memory.libs.server.store import embedding_models
 
@@ -50,11 +51,13 @@ def _array(values: Sequence[str]) -> str:
 
 async def load_history(
     conn: psycopg.AsyncConnection, scope_id: str, history: OrgHistory, embedder: MiniLM,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None, cache: VectorCache | None = None,
 ) -> list[uuid.UUID]:
     """COPY `history` into the scope (in the caller's transaction); returns the facts' ids in order.
 
     The scope must hold none of the history's names yet (a history is one organisation's store).
+    With `cache`, the facts' vectors come from a file an earlier load of the same texts wrote, or
+    are computed and written to one (entity names are always embedded: they are few).
     """
     now: datetime = (await (await conn.execute(NOW)).fetchone())[0]  # type: ignore[index]
     facts = history.facts
@@ -63,6 +66,9 @@ async def load_history(
     entity_ids = await _copy_entities(conn, scope_id, history, embedder)
     episode_of = await _copy_episodes(conn, scope_id, history, at)
     ended = history.successors()
+    texts = [f.text for f in facts]
+    known = cache.load(texts) if cache is not None else None
+    sink = cache.writer(texts) if cache is not None and known is None else None
 
     def row(i: int, vector: np.ndarray) -> tuple[object, ...]:
         fact, successor = facts[i], ended.get(i)
@@ -75,8 +81,9 @@ async def load_history(
     def embedding(start: int) -> asyncio.Task[np.ndarray] | None:
         if start >= len(facts):
             return None
-        texts = [f.text for f in facts[start : start + EMBED_CHUNK]]
-        return asyncio.create_task(embed_across_cores(embedder, texts))
+        if known is not None:
+            return asyncio.create_task(_given(known[start : start + EMBED_CHUNK]))
+        return asyncio.create_task(embed_across_cores(embedder, texts[start : start + EMBED_CHUNK]))
 
     # The next chunk embeds while this one streams in, so the model and Postgres overlap.
     pending = embedding(0)
@@ -87,16 +94,28 @@ async def load_history(
                 vectors = await pending
                 pending = embedding(start + EMBED_CHUNK)
                 await asyncio.sleep(0)  # let it hand its parts to the worker threads before the rows go
+                if sink is not None:
+                    sink.put(start, vectors)
                 for offset, vector in enumerate(vectors):
                     await copy.write_row(row(start + offset, vector))
                 if progress:
                     progress(start + len(vectors))
+    except BaseException:
+        if sink is not None:
+            sink.discard()
+        raise
     finally:
         if pending is not None:  # a failed COPY leaves the next chunk's embedding running
             pending.cancel()
             await settle(pending)
+    if sink is not None:
+        sink.commit()
     await conn.execute(embedding_models.RECORD, {"scope_id": scope_id, "model": embedder.name})
     return ids
+
+
+async def _given(vectors: np.ndarray) -> np.ndarray:
+    return np.asarray(vectors)
 
 
 async def _copy_entities(conn: psycopg.AsyncConnection, scope_id: str, history: OrgHistory,

@@ -57,7 +57,9 @@ from echo_memory.libs.local.eval.org_history import OrgHistory
 from echo_memory.libs.local.eval.org_load import load_history, load_reads
 from echo_memory.libs.local.eval.runner import new_scope, progress, summary, write_agent_facts
 from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
+from echo_memory.libs.local.eval.vector_cache import VectorCache
 from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.embed.minilm import MODEL_SHA256
 
 GOLD_AGE_DAYS = 300
 ENDED_SHARE = 10  # one distractor in ten is an ended version
@@ -143,10 +145,16 @@ def _digest(rows: list[Any]) -> str:
 HISTORIES = ("org", "flat")
 
 
-async def run(path: str | Path, sizes: list[int], *, history: str = "org", show: bool = False) -> dict[str, Any]:
-    """The report: one row per size (`org`: a store of its own per size; `flat`: one growing store)."""
+async def run(path: str | Path, sizes: list[int], *, history: str = "org", show: bool = False,
+              vector_cache: Path | None = None) -> dict[str, Any]:
+    """The report: one row per size (`org`: a store of its own per size; `flat`: one growing store).
+
+    `vector_cache`: a directory where the `org` history's fact vectors are kept between runs
+    (vector_cache.py); a size whose vectors are there loads without the model.
+    """
     data = agent_facts.load(path)
     embedder = MiniLM()
+    cache = None if vector_cache is None else VectorCache(vector_cache, f"{embedder.name}@{MODEL_SHA256}")
     rows: list[dict[str, Any]] = []
     async with throwaway_stack(embedder) as stack:
         call = stack_call(stack, timeout=RUN_TIMEOUT_S)
@@ -154,7 +162,7 @@ async def run(path: str | Path, sizes: list[int], *, history: str = "org", show:
             for size in sorted(sizes):
                 scope = await new_scope(call, f"org-{size}")
                 by_id = await _plant_gold(call, stack.database_url, scope, data, show)
-                org = await _load_org(stack.database_url, scope, size, embedder, show)
+                org = await _load_org(stack.database_url, scope, size, embedder, show, cache)
                 rows.append(await _measure(call, stack.database_url, scope, data, by_id, embedder, size, show,
                                            org=org))
         else:
@@ -180,24 +188,27 @@ async def _plant_gold(call: Any, database_url: str, scope: str, data: agent_fact
     return by_id
 
 
-async def _load_org(database_url: str, scope: str, size: int, embedder: MiniLM, show: bool) -> dict[str, Any]:
+async def _load_org(database_url: str, scope: str, size: int, embedder: MiniLM, show: bool,
+                    cache: VectorCache | None = None) -> dict[str, Any]:
     """An organisation's history of `size` facts and its read log, in one transaction; what it cost."""
     cpu, started = time.process_time(), time.perf_counter()
     org = OrgHistory(size)
+    cached = cache is not None and cache.path_for([f.text for f in org.facts]).exists()
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         await register_vector_async(conn)
         scope_id = str((await (await conn.execute(SCOPE_ID, {"name": scope})).fetchone())[0])  # type: ignore[index]
-        ids = await load_history(conn, scope_id, org, embedder, progress=_progress(size) if show else None)
+        ids = await load_history(conn, scope_id, org, embedder, progress=_progress(size) if show else None,
+                                 cache=cache)
         results = await load_reads(conn, scope, ids, org.reads(max(1, size // READS_PER_FACT)))
         await conn.commit()
         await conn.set_autocommit(True)
         for table in ("facts", "entities", "episodes", "reads", "read_results"):
             await conn.execute(f"VACUUM ANALYZE {table}")  # as autovacuum would shortly after a bulk load
     _phase(show, size, f"loaded: {time.perf_counter() - started:.0f} s wall, {time.process_time() - cpu:.0f} s CPU "
-                       "of this process")
+                       f"of this process, vectors {'cached' if cached else 'computed'}")
     return {"look_alikes": org.look_alikes, "load": {
         "wall_s": round(time.perf_counter() - started, 1), "process_cpu_s": round(time.process_time() - cpu, 1),
-        "superseded": len(org.successors()), "read_results": results,
+        "vectors": "cached" if cached else "computed", "superseded": len(org.successors()), "read_results": results,
         "agents": len({f.agent for f in org.facts}), "projects": len({f.project for f in org.facts})}}
 
 
