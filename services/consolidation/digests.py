@@ -154,7 +154,8 @@ async def drafts_for_scope(conn: psycopg.AsyncConnection, scope_id: str,
                            policy: ConsolidationSettings) -> list[DigestDraft]:
     """A draft for every entity of the scope that at least `digest_min_facts` current facts touch."""
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(q.CURRENT_FACTS, {"scope_id": scope_id})
+        # Binary: a vector arrives as its bytes, not as text to parse (a tenth of a run's CPU at 100k).
+        await cur.execute(q.CURRENT_FACTS, {"scope_id": scope_id}, binary=True)
         rows = await cur.fetchall()
     facts = [MemberFact(r["id"], r["source"], r["target"], r["relation"], r["text"], r["written_at"], r["project"],
                         r["session"], r["supersedes"], _vector(r["embedding"])) for r in rows]
@@ -203,26 +204,29 @@ async def store_digests(conn: psycopg.AsyncConnection, scope_id: str, run_id: st
     async with conn.cursor() as plain:
         await plain.execute(q.LAST_VERSIONS, {"scope_id": scope_id})
         last_version: dict[tuple[str, str], int] = {(row[0], row[1]): row[2] for row in await plain.fetchall()}
-    built = unchanged = ended = 0
+    unchanged = 0
     wanted = {(d.kind, d.subject_id) for d in drafts}
+    ending: list[dict[str, Any]] = []
+    starting: list[dict[str, Any]] = []
+    for d in drafts:
+        now = current.get((d.kind, d.subject_id))
+        if now is not None and now["member_hash"] == d.member_hash and now["summary"] == d.summary:
+            unchanged += 1
+            continue
+        if now is not None:
+            ending.append({"id": now["id"], "scope_id": scope_id, "run_id": run_id})
+        starting.append({
+            "scope_id": scope_id, "kind": d.kind, "subject_id": d.subject_id,
+            "version": last_version.get((d.kind, d.subject_id), 0) + 1,
+            "member_ids": d.member_ids, "member_hash": d.member_hash, "summary": d.summary,
+            "token_count": d.token_count, "projects": d.projects, "first_seen": d.first_seen,
+            "last_seen": d.last_seen, "embedding": d.embedding, "run_id": run_id,
+        })
+    gone = [{"id": row["id"], "scope_id": scope_id, "run_id": run_id}
+            for subject, row in current.items() if subject not in wanted]
+    # One pipelined batch per statement: a round trip per digest was ~1 ms each, 55k at a million facts.
     async with conn.cursor() as cur:
-        for d in drafts:
-            now = current.get((d.kind, d.subject_id))
-            if now is not None and now["member_hash"] == d.member_hash and now["summary"] == d.summary:
-                unchanged += 1
-                continue
-            if now is not None:
-                await cur.execute(q.END_DIGEST, {"id": now["id"], "scope_id": scope_id, "run_id": run_id})
-            await cur.execute(q.INSERT_DIGEST, {
-                "scope_id": scope_id, "kind": d.kind, "subject_id": d.subject_id,
-                "version": last_version.get((d.kind, d.subject_id), 0) + 1,
-                "member_ids": d.member_ids, "member_hash": d.member_hash, "summary": d.summary,
-                "token_count": d.token_count, "projects": d.projects, "first_seen": d.first_seen,
-                "last_seen": d.last_seen, "embedding": d.embedding, "run_id": run_id,
-            })
-            built += 1
-        for subject, row in current.items():
-            if subject not in wanted:
-                await cur.execute(q.END_DIGEST, {"id": row["id"], "scope_id": scope_id, "run_id": run_id})
-                ended += 1
-    return DigestCounts(built, ended, unchanged)
+        for sql, batch in ((q.END_DIGEST, ending + gone), (q.INSERT_DIGEST, starting)):
+            if batch:
+                await cur.executemany(sql, batch)
+    return DigestCounts(len(starting), len(gone), unchanged)

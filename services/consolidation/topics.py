@@ -49,22 +49,52 @@ def look_alike(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 @dataclass
 class Topic:
+    """An open topic: its members, the sum of their vectors, and its entities' names indexed so that
+    `admits` costs a few lookups per entity of the fact, however many entities the topic holds.
+
+    By name words (`name_words`): `_starts` maps every leading run of a held name's words (the
+    whole name included) to the entities whose name starts so, and `_whole` each whole name to its
+    entities. A name w is a look-alike of a held name o when o starts with w (`_starts[w]`) or w
+    starts with o (`_whole[w[:k]]` for some k).
+    """
+
     members: list[int] = field(default_factory=list)  # indexes into the placed facts
     total: np.ndarray | None = None
-    entities: dict[str, tuple[str, ...]] = field(default_factory=dict)  # entity id -> name_words
+    _centre: np.ndarray | None = None
+    _held: set[str] = field(default_factory=set)
+    _starts: dict[tuple[str, ...], set[str]] = field(default_factory=lambda: defaultdict(set))
+    _whole: dict[tuple[str, ...], set[str]] = field(default_factory=lambda: defaultdict(set))
 
     def admits(self, fact: Placeable) -> bool:
-        """False when the topic holds a look-alike of one of the fact's entities."""
-        return not any(
-            look_alike(words, other)
-            for entity, words in fact.entities for held, other in self.entities.items()
-            if held != entity and held not in dict(fact.entities)
-        )
+        """False when the topic holds a look-alike of one of the fact's entities (an entity of the
+        fact itself never counts against it)."""
+        own = {entity for entity, _ in fact.entities}
+        for _, words in fact.entities:
+            if not words:
+                continue
+            rivals = [self._starts.get(words, ())] + [self._whole.get(words[:k], ()) for k in range(1, len(words) + 1)]
+            if any(held not in own for group in rivals for held in group):
+                return False
+        return True
+
+    def add(self, index: int, fact: Placeable) -> None:
+        self.members.append(index)
+        self.total = fact.vector.astype(np.float64) if self.total is None else self.total + fact.vector
+        self._centre = None
+        for entity, words in fact.entities:
+            if entity in self._held or not words:
+                continue
+            self._held.add(entity)
+            self._whole[words].add(entity)
+            for k in range(1, len(words) + 1):
+                self._starts[words[:k]].add(entity)
 
     def centre(self) -> np.ndarray:
         assert self.total is not None
-        norm = float(np.linalg.norm(self.total))
-        return self.total / norm if norm > 0 else self.total
+        if self._centre is None:
+            norm = float(np.linalg.norm(self.total))
+            self._centre = self.total / norm if norm > 0 else self.total
+        return self._centre
 
 
 @dataclass(frozen=True)
@@ -84,18 +114,16 @@ def place(facts: list[Placeable], policy: ConsolidationSettings) -> list[list[in
         best, best_cos = -1, policy.topic_threshold
         for t in candidates:
             topic = topics[t]
-            if len(topic.members) >= policy.topic_cap or not topic.admits(fact):
+            if len(topic.members) >= policy.topic_cap:
                 continue
             cos = float(topic.centre() @ fact.vector)
-            if cos >= best_cos and (best < 0 or cos > best_cos):
+            # The look-alike check last: only a topic that would win on closeness needs it.
+            if cos >= best_cos and (best < 0 or cos > best_cos) and topic.admits(fact):
                 best, best_cos = t, cos
         if best < 0:
             topics.append(Topic())
             best = len(topics) - 1
-        topic = topics[best]
-        topic.members.append(index)
-        topic.total = fact.vector.astype(np.float64) if topic.total is None else topic.total + fact.vector
-        topic.entities.update(fact.entities)
+        topics[best].add(index, fact)
         for key in fact.keys:
             if not opened_by[key] or opened_by[key][-1] != best:
                 opened_by[key].append(best)
