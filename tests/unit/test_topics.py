@@ -59,7 +59,9 @@ def _place_by_every_pair(facts: list[Placeable], policy: ConsolidationSettings) 
             if cos >= best_cos and (best < 0 or cos > best_cos):
                 best, best_cos = t, cos
         if best < 0:
-            members.append([]), totals.append(np.zeros(16)), held.append({})
+            members.append([])
+            totals.append(np.zeros(16))
+            held.append({})
             best = len(members) - 1
         members[best].append(index)
         totals[best] = totals[best] + fact.vector
