@@ -79,8 +79,9 @@ ORDER BY written_at, id LIMIT %(limit)s
     "fact": """
 SELECT id, scope_id, episode_id, source_entity, target_entity, relation, text, confidence, causal_hint,
        hint_origin, t_valid, CASE WHEN t_invalid <= %(cutoff)s THEN t_invalid END AS t_invalid, supersedes,
-       agent_id, tool, project, session_id, written_at, tier, access_count, last_read_at, embedding,
-       token_count, flags, written_at AS k1, id AS k2
+       agent_id, tool, project, session_id, written_at,
+       coalesce((SELECT ft.tier FROM fact_tiers ft WHERE ft.fact_id = facts.id), 'hot') AS tier, access_count,
+       last_read_at, embedding, token_count, flags, written_at AS k1, id AS k2
 FROM facts
 WHERE scope_id = ANY(%(scope_ids)s) AND written_at <= %(cutoff)s
   AND """ + _KEY2.format(cols="written_at, id", t2="uuid") + """
@@ -241,14 +242,19 @@ VALUES (%(id)s, %(scope_id)s, %(kind)s, %(agent_id)s, %(tool)s, %(project)s, %(s
         %(content)s, %(occurred_at)s, %(written_at)s, %(metadata)s, %(embedding)s, %(token_count)s, %(tier)s,
         %(seq)s, %(flags)s)
 """
+# A fact's tier is a row of its own unless hot (migration 0022).
 INSERT_FACT = """
-INSERT INTO facts (id, scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
-                   causal_hint, hint_origin, t_valid, t_invalid, supersedes, agent_id, tool, project, session_id,
-                   written_at, tier, access_count, last_read_at, embedding, token_count, flags)
-VALUES (%(id)s, %(scope_id)s, %(episode_id)s, %(source_entity)s, %(target_entity)s, %(relation)s, %(text)s,
-        %(confidence)s, %(causal_hint)s, %(hint_origin)s, %(t_valid)s, %(t_invalid)s, %(supersedes)s,
-        %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(written_at)s, %(tier)s, %(access_count)s,
-        %(last_read_at)s, %(embedding)s, %(token_count)s, %(flags)s)
+WITH fact AS (
+    INSERT INTO facts (id, scope_id, episode_id, source_entity, target_entity, relation, text, confidence,
+                       causal_hint, hint_origin, t_valid, t_invalid, supersedes, agent_id, tool, project, session_id,
+                       written_at, access_count, last_read_at, embedding, token_count, flags)
+    VALUES (%(id)s, %(scope_id)s, %(episode_id)s, %(source_entity)s, %(target_entity)s, %(relation)s, %(text)s,
+            %(confidence)s, %(causal_hint)s, %(hint_origin)s, %(t_valid)s, %(t_invalid)s, %(supersedes)s,
+            %(agent_id)s, %(tool)s, %(project)s, %(session_id)s, %(written_at)s, %(access_count)s,
+            %(last_read_at)s, %(embedding)s, %(token_count)s, %(flags)s)
+    RETURNING id
+)
+INSERT INTO fact_tiers (fact_id, tier) SELECT id, %(tier)s FROM fact WHERE %(tier)s <> 'hot'
 """
 INSERT_READ = """
 INSERT INTO reads (id, agent_id, tool, query, scopes, as_of, tokens, created_at)

@@ -10,7 +10,9 @@ SCOPE_NAME = "SELECT name FROM scopes WHERE id = %(scope_id)s"
 # last read (the read log) and save, and whether an entity it touches was read since `hot_since`.
 FACT_ACTIVITY = """
 WITH scope_facts AS (
-    SELECT id, tier, written_at, t_invalid, source_entity, target_entity FROM facts WHERE scope_id = %(scope_id)s
+    SELECT f.id, coalesce(ft.tier, 'hot') AS tier, f.written_at, f.t_invalid, f.source_entity, f.target_entity
+    FROM facts f LEFT JOIN fact_tiers ft ON ft.fact_id = f.id
+    WHERE f.scope_id = %(scope_id)s
 ), read_facts AS (
     SELECT rr.item_id AS fact_id, max(r.created_at) AS last_read
     FROM read_results rr JOIN reads r ON r.id = rr.read_id
@@ -56,18 +58,39 @@ FROM unnest(%(fact_ids)s::uuid[], %(from_tiers)s::text[], %(to_tiers)s::text[], 
      AS m(fact_id, from_tier, to_tier, reason)
 """
 
-# Only a fact still in the tier the run read moves: a concurrent run's move is left alone.
-APPLY_MOVES = """
-WITH moved AS (
-    UPDATE facts f SET tier = m.to_tier
-    FROM tier_moves m
-    WHERE m.run_id = %(run_id)s AND m.fact_id = f.id AND f.scope_id = %(scope_id)s AND f.tier = m.from_tier
-    RETURNING f.id
+
+def _move_tiers(source: str, target: str) -> str:
+    """The tier moves of a run, from the tier in column `source` of tier_moves to the one in `target`,
+    of facts still in `source`; the count made.
+
+    A hot fact has no fact_tiers row (migration 0022): leaving hot inserts one, coming back deletes
+    it, and consolidated <-> archived changes it. Each applies only where the fact's tier is still
+    the one the run read, so a concurrent run's move is left alone. The facts table is only read.
+    """
+    return f"""
+WITH moves AS (
+    SELECT m.fact_id, m.{source} AS old, m.{target} AS new FROM tier_moves m
+    JOIN facts f ON f.id = m.fact_id AND f.scope_id = %(scope_id)s
+    WHERE m.run_id = %(run_id)s
+), left_hot AS (
+    INSERT INTO fact_tiers (fact_id, tier)
+    SELECT fact_id, new FROM moves WHERE old = 'hot'
+    ON CONFLICT (fact_id) DO NOTHING
+    RETURNING fact_id
+), back_hot AS (
+    DELETE FROM fact_tiers ft USING moves
+    WHERE moves.new = 'hot' AND ft.fact_id = moves.fact_id AND ft.tier = moves.old
+    RETURNING ft.fact_id
+), changed AS (
+    UPDATE fact_tiers ft SET tier = moves.new FROM moves
+    WHERE moves.old <> 'hot' AND moves.new <> 'hot' AND ft.fact_id = moves.fact_id AND ft.tier = moves.old
+    RETURNING ft.fact_id
 )
-SELECT count(*) FROM moved
+SELECT (SELECT count(*) FROM left_hot) + (SELECT count(*) FROM back_hot) + (SELECT count(*) FROM changed)
 """
 
-TIER_TOTALS = "SELECT tier, count(*) FROM facts WHERE scope_id = %(scope_id)s GROUP BY tier"
+
+APPLY_MOVES = _move_tiers("from_tier", "to_tier")
 
 RUN_LOG = """
 SELECT r.id::text AS run_id, s.name AS scope, r.actor, r.policy_version, r.started_at, r.finished_at,
@@ -84,15 +107,7 @@ FOR UPDATE
 """
 
 # A fact goes back only if it is still where this run put it.
-UNDO_MOVES = """
-WITH reverted AS (
-    UPDATE facts f SET tier = m.from_tier
-    FROM tier_moves m
-    WHERE m.run_id = %(run_id)s AND m.fact_id = f.id AND f.scope_id = %(scope_id)s AND f.tier = m.to_tier
-    RETURNING f.id
-)
-SELECT count(*) FROM reverted
-"""
+UNDO_MOVES = _move_tiers("to_tier", "from_tier")
 
 COUNT_MOVES = "SELECT count(*) FROM tier_moves WHERE run_id = %(run_id)s"
 

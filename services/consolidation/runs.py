@@ -1,10 +1,9 @@
 """A consolidation run over one scope: place every fact in its tier, build entity digests, record it.
 
-One transaction per scope. A run never takes the scope's write lock: only the facts it moves are
-row-locked, from its last step to its commit (a write that ends one of them waits that long). It
-moves a fact only if the fact is still in the tier the run read, so a concurrent run's move wins
-and is counted as skipped here. Tier moves change facts.tier alone; no fact's content, vector or
-edge is rewritten or deleted.
+One transaction per scope. A run never takes the scope's write lock and never writes the facts
+table: a tier move writes the fact's row in fact_tiers, which no write touches, so no write waits
+for a run. It moves a fact only if the fact is still in the tier the run read, so a concurrent
+run's move wins and is counted as skipped here. Rows, vectors, edges and their indexes are only read.
 """
 
 from __future__ import annotations
@@ -112,8 +111,8 @@ async def run_scope(conn: psycopg.AsyncConnection, caller: Caller, scope: ScopeR
     run_id: str = row[0]  # type: ignore[index]
     stored = await digests.store_digests(conn, scope.id, run_id, drafts)
     counts.digests_built, counts.digests_ended, counts.digests_unchanged = stored.built, stored.ended, stored.unchanged
-    # Tier moves last: a moved fact's row stays locked until the run commits, and a write that ends
-    # that fact (a restated edge) waits for it, so no other step of the run may come after them.
+    # Tier moves last: their fact_tiers rows stay locked until the commit, and a concurrent run that
+    # moves the same facts waits that long.
     if moving:
         await conn.execute(q.INSERT_MOVES, {
             "run_id": run_id, "fact_ids": [p.fact.id for p in moving], "from_tiers": [p.fact.tier for p in moving],

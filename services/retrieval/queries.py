@@ -341,7 +341,9 @@ WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 # A consolidated store's default-sized search (query_memory `tier: "hot"`): the facts channels
 # read hot facts only, and the facts of consolidated tiers are reached through the digests nearest
 # the query (DIGEST_MEMBERS). Derived from the statements above so the two can never drift apart.
-_VISIBLE_HOT = _VISIBLE + "AND f.tier = 'hot'\n"
+# A hot fact is one without a fact_tiers row (migration 0022); the lookup is one primary-key probe
+# per candidate the index scans hand up.
+_VISIBLE_HOT = _VISIBLE + "AND NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)\n"
 HOT_ONLY: dict[str, str] = {
     sql: sql.replace(_VISIBLE, _VISIBLE_HOT)
     for sql in (DENSE_FACTS_EXACT, DENSE_FACTS_HNSW, LEXICAL_FACTS_BM25, LEXICAL_FACTS_BM25_PAIRS,

@@ -58,7 +58,7 @@ MIN_NEEDLE = 3
 TOUCHED_TABLES = ("facts", "entities", "entity_aliases", "episodes", "episode_distillations", "audit_log",
                   "reads", "read_results", "recall_saves", "documents", "document_ingestions", "outbox",
                   "idempotency", "import_staging", "deferred_mentions", "lexical_df", "lexical_stats", "digests",
-                  "digest_abstracts", "tier_moves")
+                  "digest_abstracts", "tier_moves", "fact_tiers")
 
 
 @dataclass
@@ -270,7 +270,7 @@ async def _erase(conn: psycopg.AsyncConnection, plan: _Plan, t: _Target, erasure
     }
     for statement in (q.BLANK_READS, q.DELETE_READ_RESULTS, q.DELETE_SAVES, q.TOMBSTONE_AUDIT, q.DELETE_OUTBOX,
                       q.DELETE_IDEMPOTENCY, q.DELETE_STAGING, q.DELETE_DEFERRED, q.DELETE_ABSTRACTS, q.DELETE_DIGESTS,
-                      q.DELETE_TIER_MOVES, q.DELETE_FACTS,
+                      q.DELETE_TIER_MOVES, q.DELETE_FACT_TIERS, q.DELETE_FACTS,
                       q.REWRITE_EPISODES, q.UNLINK_EPISODES, q.DELETE_DISTILLATIONS, q.DELETE_EPISODES,
                       q.DELETE_ALIASES, q.DELETE_ENTITY_MERGES, q.DELETE_ENTITIES, q.DELETE_INGESTIONS,
                       q.DELETE_DOCUMENTS):

@@ -172,6 +172,7 @@ WHERE d.scope_id = %(scope_id)s
        OR EXISTS (SELECT 1 FROM unnest(%(entity_ids)s::text[]) AS x(id) WHERE strpos(d.candidates::text, x.id) > 0))
 """
 DELETE_TIER_MOVES = "DELETE FROM tier_moves WHERE fact_id = ANY(%(fact_ids)s::uuid[])"
+DELETE_FACT_TIERS = "DELETE FROM fact_tiers WHERE fact_id = ANY(%(fact_ids)s::uuid[])"
 DELETE_ABSTRACTS = "DELETE FROM digest_abstracts WHERE scope_id = %(scope_id)s AND id = ANY(%(abstracts)s::uuid[])"
 DELETE_DIGESTS = "DELETE FROM digests WHERE scope_id = %(scope_id)s AND id = ANY(%(digests)s::uuid[])"
 DELETE_FACTS = "DELETE FROM facts WHERE scope_id = %(scope_id)s AND id = ANY(%(fact_ids)s::uuid[])"

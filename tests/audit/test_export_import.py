@@ -30,7 +30,7 @@ from echo_memory.libs.testing.agents import Answers, Routes, caller, make_scope,
 from echo_memory.libs.testing.tiers import Handlers
 
 ROOT = Path(__file__).parents[2]
-MEMORY_TABLES = ("entities", "entity_aliases", "facts", "episodes", "audit_log", "reads", "read_results",
+MEMORY_TABLES = ("entities", "entity_aliases", "facts", "fact_tiers", "episodes", "audit_log", "reads", "read_results",
                  "recall_saves", "documents")
 
 
@@ -129,6 +129,10 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     stack: EchoStack, registered_second_org: tuple[str, str], tmp_path: Path
 ) -> None:
     await build_history_on_stack(stack)
+    with psycopg.connect(stack.database_url) as conn:  # two facts out of the hot tier, as a run would move them
+        conn.execute("INSERT INTO fact_tiers (fact_id, tier) SELECT id, CASE WHEN n = 1 THEN 'consolidated' "
+                     "ELSE 'archived' END FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM facts) f "
+                     "WHERE n <= 2")
     target_org, target_url = registered_second_org
     file = tmp_path / "org.jsonl"
     code, _, err = await cli("export", "--out", str(file), "--progress", org=stack.org, nats_url=stack.nats_url)
@@ -139,6 +143,8 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     assert header["format"] == "echo-memory-export" and header["version"] == 1 and header["scope"] is None
     assert header["counts"]["fact"] == 5 and header["counts"]["recall_save"] == 1 and header["counts"]["document"] == 1
     assert json.loads(lines[-1]) == {"type": "end", "counts": header["counts"]}
+    tiers = sorted(json.loads(line)["tier"] for line in lines if json.loads(line).get("type") == "fact")
+    assert tiers == ["archived", "consolidated", "hot", "hot", "hot"]
 
     code, out, err = await cli("restore", str(file), org=target_org, nats_url=stack.nats_url)
     assert code == 0, err

@@ -18,7 +18,11 @@ ENTITIES = [("Billing service", "service"), ("Stripe", "vendor"), ("Postgres", "
 RETRIES = "The billing service retries failed charges three times through Stripe."
 INVOICES = "The billing service stores invoices in Postgres 16."
 EVENTS = "The billing service publishes invoice events to Kafka."
-CONTENT = "SELECT md5(string_agg(concat_ws('|', id, text, t_invalid, tier), ',' ORDER BY id)) FROM facts"
+CONTENT = """
+SELECT md5(string_agg(concat_ws('|', id, text, t_invalid, (SELECT tier FROM fact_tiers WHERE fact_id = facts.id)),
+                      ',' ORDER BY id))
+FROM facts
+"""
 
 
 def _caller(handlers: Handlers, agent: str = "echo-abstracts", write: tuple[str, ...] = ("*",)) -> Caller:

@@ -50,7 +50,8 @@ async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only
     await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days' WHERE text IN (%s, %s)",
                                 (OLD, LONE))
     await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
-    tiers = dict(await (await handlers.conn.execute("SELECT text, tier FROM facts")).fetchall())
+    tiers = dict(await (await handlers.conn.execute(
+        "SELECT f.text, coalesce(ft.tier, 'hot') FROM facts f LEFT JOIN fact_tiers ft ON ft.fact_id = f.id")).fetchall())
     assert tiers[OLD] == tiers[LONE] == "consolidated" and tiers[NEW] == "hot"
 
     scans = await _digest_index_scans(handlers)

@@ -288,12 +288,14 @@ async def test_consolidation_digests_and_tier_moves_go_with_the_facts(handlers: 
     hits = await marker_hits(handlers.conn, marker)
     assert "digests.summary" in hits, hits  # the digest quotes the fact
     assert (await rows(handlers, "SELECT count(*) FROM tier_moves"))[0][0] > 0
+    assert (await rows(handlers, "SELECT count(*) FROM fact_tiers"))[0][0] > 0
 
     done = await handlers.admin_call("writes", "forget", {"entity": "Dana Whitlock", "confirm": True,
                                                           "reason": "request"})
     assert done["counts"]["digests"] >= 1 and done["counts"]["tier_moves"] >= 1
     assert await marker_hits(handlers.conn, marker) == {}
     assert await rows(handlers, "SELECT count(*) FROM tier_moves") == [(0,)]
+    assert await rows(handlers, "SELECT count(*) FROM fact_tiers") == [(0,)]
 
 
 async def test_erasing_a_merged_entity_takes_the_merge_decision_and_its_reason(handlers: Handlers) -> None:

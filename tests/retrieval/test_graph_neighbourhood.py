@@ -84,14 +84,14 @@ async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(handl
         per_spoke[source] = per_spoke.get(source, 0) + 1
     assert max(per_spoke.values()) <= GRAPH_EDGES_PER_ENTITY
 
-    # A spoke gives its lowest-id edges, wherever their rows sit: rows moved on disk (as a tier
-    # move or the end of a superseded version moves them) give the same neighbourhood.
+    # A spoke gives its lowest-id edges, wherever their rows sit: rows moved on disk (as the end of
+    # a superseded version or a restore moves them) give the same neighbourhood.
     for spoke in reached:
         lowest = {r[0] for r in await (await conn.execute(
             "SELECT id::text FROM facts WHERE scope_id = %s AND source_entity = %s::uuid ORDER BY id LIMIT %s",
             (scope_id, spoke, GRAPH_EDGES_PER_ENTITY))).fetchall()}
         assert {e[0] for e in second if e[1] == spoke} <= lowest, spoke
     # Uncommitted, the updated rows are still new versions in other places than the old ones.
-    await conn.execute("UPDATE facts SET tier = 'consolidated' WHERE scope_id = %s AND md5(id::text) < '8'",
+    await conn.execute("UPDATE facts SET token_count = token_count WHERE scope_id = %s AND md5(id::text) < '8'",
                        (scope_id,))
     assert await ch.graph_neighbourhood(conn, search, named) == edges

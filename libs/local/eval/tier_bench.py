@@ -110,7 +110,10 @@ WHERE scope_id = %(scope_id)s AND t_valid <= now() AND (t_invalid IS NULL OR t_i
 ORDER BY (embedding <=> %(embedding)s) + 0, id
 LIMIT 10
 """
-GOLD_TIERS = "SELECT id::text, tier FROM facts WHERE id = ANY(%(ids)s::uuid[])"
+GOLD_TIERS = """
+SELECT f.id::text, coalesce(ft.tier, 'hot') FROM facts f LEFT JOIN fact_tiers ft ON ft.fact_id = f.id
+WHERE f.id = ANY(%(ids)s::uuid[])
+"""
 DIGEST_NAMES = """
 SELECT d.kind, (SELECT name FROM entities WHERE id = d.subject_id), array_agg(DISTINCT e.name)
 FROM digests d JOIN facts f ON f.id = ANY(d.member_ids) JOIN entities e ON e.id IN (f.source_entity, f.target_entity)
@@ -322,9 +325,9 @@ async def _postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
     return parent
 
 
-# What a run writes: every moved fact is a new row version that each index of `facts` takes in
-# (the HNSW graph too), and the digests are new rows.
-RUN_TABLES = ("facts", "digests", "tier_moves")
+# What a run writes: a tier row per moved fact, its tier moves and the new digest versions (the
+# facts table is only read).
+RUN_TABLES = ("fact_tiers", "digests", "tier_moves")
 
 
 async def _vacuum_after_run(conn: psycopg.AsyncConnection, postgres: psutil.Process) -> dict[str, float]:
