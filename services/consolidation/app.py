@@ -1,4 +1,4 @@
-"""Consolidation: tiers, entity digests and the session brief; demotes, never deletes, needs no model.
+"""Consolidation: tiers, digests and the session brief; demotes, never deletes, needs no model.
 
 Verbs (admin identity, except `brief`, which any reader may ask for the scopes it may read):
 `consolidate` (one scope or all, or a dry run), `consolidate_log`, `consolidate_undo`, `brief`.
@@ -69,7 +69,7 @@ def routes(ctx: ServiceContext) -> Routes:
 
 
 async def handle_consolidate(rc: RequestContext, args: ConsolidateInput) -> ConsolidateResult:
-    """Place every fact of the scope (or of every scope) in its tier and rebuild entity digests.
+    """Place every fact of the scope (or of every scope) in its tier and rebuild its digests.
 
     A dry run computes the same counts and writes nothing. NotFound for an unknown scope;
     ScopeDenied unless the caller is the admin identity.

@@ -1,4 +1,4 @@
-"""The session brief: what memory knows about a project, from its entity digests, within a budget."""
+"""The session brief: what memory knows about a project, from its digests, within a budget."""
 
 from __future__ import annotations
 
@@ -48,9 +48,9 @@ def _project_names(project: str | None) -> list[str]:
 
 
 async def brief(conn: psycopg.AsyncConnection, caller: Caller, args: BriefInput) -> BriefResult:
-    """The current digests of the scopes the caller may read (or names): those whose facts were written
-    in `project` first, entity digests before topics, then the most recently active; as many as fit
-    in `max_tokens`.
+    """The current top digests of the scopes the caller may read (or names): those whose facts were
+    written in `project` first; areas, then entity digests, then topics no area holds; the most
+    recently active first within each; as many as fit in `max_tokens`.
 
     Raises what scope resolution raises for a scope the caller may not read or that does not exist.
     """

@@ -47,7 +47,7 @@ class Entity:
 
 @dataclass(frozen=True)
 class DigestDraft:
-    kind: str  # entity | topic
+    kind: str  # entity | topic | area
     subject_id: str
     member_ids: list[str]
     member_hash: str
@@ -57,6 +57,7 @@ class DigestDraft:
     first_seen: datetime
     last_seen: datetime
     embedding: np.ndarray
+    parts: tuple[str, ...] = ()  # of an area: the subject ids of the topics it groups, sorted
 
 
 def _vector(value: Any) -> np.ndarray:
@@ -114,35 +115,75 @@ def _mean_vector(members: list[MemberFact]) -> np.ndarray:
     return unit
 
 
-def _draft(kind: str, subject_id: str, members: list[MemberFact], summary: str) -> DigestDraft:
+def _draft(kind: str, subject_id: str, members: list[MemberFact], summary: str,
+           parts: tuple[str, ...] = ()) -> DigestDraft:
     members = sorted(members, key=lambda m: m.id)
     ids = [m.id for m in members]
     projects = sorted({m.project for m in members if m.project})
     first = min(m.written_at for m in members)
     last = max(m.written_at for m in members)
     return DigestDraft(kind, subject_id, ids, member_hash(ids), summary, count_tokens(summary), projects, first, last,
-                       _mean_vector(members))
+                       _mean_vector(members), parts)
 
 
 def topic_drafts(facts: list[MemberFact], names: dict[str, Entity], policy: ConsolidationSettings) -> list[DigestDraft]:
     """A digest for every topic the current facts form (topics.py), singletons included, so every
-    current fact is reachable through at least one digest."""
+    current fact is reachable through at least one digest; in the order the topics were opened."""
     ordered = sorted(facts, key=lambda m: (m.written_at, m.id))
-    words = {e.id: topics.name_words(e.name) for e in names.values()}
-    placeable = [topics.Placeable(m.id, (m.source, m.target, *((f"session:{m.session}",) if m.session else ())),
-                                  _unit(m.embedding),
-                                  tuple((e, words[e]) for e in dict.fromkeys((m.source, m.target)) if e in words))
-                 for m in ordered]
+    words = _name_words(names)
+    placeable = [topics.Placeable(m.id, _keys([m]), _unit(m.embedding), _name_pairs([m], words)) for m in ordered]
     drafts = []
-    for group in topics.place(placeable, policy):
+    for group in topics.place(placeable, policy.topic_threshold, policy.topic_cap):
         members = [ordered[i] for i in group]
-        vectors = np.stack([placeable[i].vector for i in group]).astype(np.float64)
-        entity_names = [names[e].name for m in members for e in (m.source, m.target) if e in names]
-        text = topics.summary([m.text for m in members], vectors, entity_names,
-                              _day(min(m.written_at for m in members)), _day(max(m.written_at for m in members)),
-                              [m.relation for m in members], policy)
-        drafts.append(_draft("topic", topics.topic_id(members[0].id), members, text))
+        drafts.append(_draft("topic", topics.topic_id(members[0].id), members,
+                             _summary(members, names, policy.topic_sentences, "Topic")))
     return drafts
+
+
+def area_drafts(topic_digests: list[DigestDraft], facts: dict[str, MemberFact], names: dict[str, Entity],
+                policy: ConsolidationSettings) -> list[DigestDraft]:
+    """The second level: topics (in the order they were opened) grouped as topics group facts, by
+    their centres, a shared entity or session, no look-alikes and at most `area_cap` topics. Only a
+    group of two or more topics becomes an area; a lone topic is its own top node. Empty when the
+    scope has fewer than two topics that belong together."""
+    words = _name_words(names)
+    placeable = []
+    for topic in topic_digests:
+        members = [facts[i] for i in topic.member_ids]
+        placeable.append(topics.Placeable(topic.subject_id, _keys(members), topic.embedding, _name_pairs(members, words)))
+    drafts = []
+    for group in topics.place(placeable, policy.area_threshold, policy.area_cap):
+        if len(group) < 2:
+            continue
+        parts = [topic_digests[i] for i in group]
+        members = sorted((facts[i] for part in parts for i in part.member_ids), key=lambda m: (m.written_at, m.id))
+        text = _summary(members, names, policy.topic_sentences, f"Area of {len(parts)} topics")
+        drafts.append(_draft("area", topics.area_id(parts[0].subject_id), members, text,
+                             tuple(sorted(part.subject_id for part in parts))))
+    return drafts
+
+
+def _name_words(names: dict[str, Entity]) -> dict[str, tuple[str, ...]]:
+    return {e.id: topics.name_words(e.name) for e in names.values()}
+
+
+def _keys(members: list[MemberFact]) -> tuple[str, ...]:
+    """What a topic or an area must share with what joins it: entities and sessions, in first-seen order."""
+    keys = (k for m in members for k in (m.source, m.target, *((f"session:{m.session}",) if m.session else ())))
+    return tuple(dict.fromkeys(keys))
+
+
+def _name_pairs(members: list[MemberFact], words: dict[str, tuple[str, ...]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    ids = dict.fromkeys(e for m in members for e in (m.source, m.target))
+    return tuple((e, words[e]) for e in ids if e in words)
+
+
+def _summary(members: list[MemberFact], names: dict[str, Entity], sentences: int, heading: str) -> str:
+    vectors = np.stack([_unit(m.embedding) for m in members]).astype(np.float64)
+    entity_names = [names[e].name for m in members for e in (m.source, m.target) if e in names]
+    return topics.summary([m.text for m in members], vectors, entity_names,
+                          _day(min(m.written_at for m in members)), _day(max(m.written_at for m in members)),
+                          [m.relation for m in members], sentences, heading)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
@@ -152,7 +193,8 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 async def drafts_for_scope(conn: psycopg.AsyncConnection, scope_id: str,
                            policy: ConsolidationSettings) -> list[DigestDraft]:
-    """A draft for every entity of the scope that at least `digest_min_facts` current facts touch."""
+    """A draft for every entity of the scope that at least `digest_min_facts` current facts touch,
+    for every topic of its current facts, and for every area of two or more topics."""
     async with conn.cursor(row_factory=dict_row) as cur:
         # Binary: a vector arrives as its bytes; parsing 100k of them from text cost seconds of CPU.
         await cur.execute(q.CURRENT_FACTS, {"scope_id": scope_id}, binary=True)
@@ -170,7 +212,9 @@ async def drafts_for_scope(conn: psycopg.AsyncConnection, scope_id: str,
     names = await _entities(conn, scope_id, sorted(touching))
     ended = await _ended(conn, scope_id, sorted({m.supersedes for s in subjects for m in touching[s] if m.supersedes}))
     entity_drafts = [draft(names[s], touching[s], names, ended, policy) for s in subjects if s in names]
-    return entity_drafts + topic_drafts(facts, names, policy)
+    topic_digests = topic_drafts(facts, names, policy)
+    areas = area_drafts(topic_digests, {f.id: f for f in facts}, names, policy)
+    return entity_drafts + topic_digests + areas
 
 
 async def _entities(conn: psycopg.AsyncConnection, scope_id: str, ids: list[str]) -> dict[str, Entity]:
@@ -210,7 +254,8 @@ async def store_digests(conn: psycopg.AsyncConnection, scope_id: str, run_id: st
     starting: list[dict[str, Any]] = []
     for d in drafts:
         now = current.get((d.kind, d.subject_id))
-        if now is not None and now["member_hash"] == d.member_hash and now["summary"] == d.summary:
+        if (now is not None and now["member_hash"] == d.member_hash and now["summary"] == d.summary
+                and tuple(now["parts"]) == d.parts):
             unchanged += 1
             continue
         if now is not None:
@@ -220,7 +265,7 @@ async def store_digests(conn: psycopg.AsyncConnection, scope_id: str, run_id: st
             "version": last_version.get((d.kind, d.subject_id), 0) + 1,
             "member_ids": d.member_ids, "member_hash": d.member_hash, "summary": d.summary,
             "token_count": d.token_count, "projects": d.projects, "first_seen": d.first_seen,
-            "last_seen": d.last_seen, "embedding": d.embedding, "run_id": run_id,
+            "last_seen": d.last_seen, "embedding": d.embedding, "run_id": run_id, "parts": list(d.parts),
         })
     gone = [{"id": row["id"], "scope_id": scope_id, "run_id": run_id}
             for subject, row in current.items() if subject not in wanted]

@@ -135,7 +135,7 @@ SELECT id::text, text, t_invalid FROM facts WHERE scope_id = %(scope_id)s AND id
 """
 
 CURRENT_DIGESTS = """
-SELECT id::text, kind, subject_id::text AS subject_id, version, member_hash, summary
+SELECT id::text, kind, subject_id::text AS subject_id, version, member_hash, summary, parts::text[] AS parts
 FROM digests WHERE scope_id = %(scope_id)s AND valid_to IS NULL
 """
 
@@ -150,10 +150,10 @@ WHERE id = %(id)s AND scope_id = %(scope_id)s AND valid_to IS NULL
 
 INSERT_DIGEST = """
 INSERT INTO digests (scope_id, kind, subject_id, version, member_ids, member_hash, summary, token_count, projects,
-                     first_seen, last_seen, embedding, run_id, tsv)
+                     first_seen, last_seen, embedding, run_id, tsv, parts)
 VALUES (%(scope_id)s, %(kind)s, %(subject_id)s, %(version)s, %(member_ids)s::uuid[], %(member_hash)s, %(summary)s,
         %(token_count)s, %(projects)s, %(first_seen)s, %(last_seen)s, %(embedding)s, %(run_id)s,
-        echo_digest_lexical(%(member_ids)s::uuid[]))
+        echo_digest_lexical(%(member_ids)s::uuid[]), %(parts)s::uuid[])
 """
 
 UNDO_DIGESTS_STARTED = """
@@ -170,41 +170,52 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 
 # ---- brief -----------------------------------------------------------------------------------
 
-# A digest is in the project when one of its facts was written in it, named as a path or by its
+# The brief quotes the top nodes of a scope's digests: areas first, then entity digests, then the
+# topics no area holds (a topic inside an area would repeat it), each kind the most recently active
+# first. A digest is in the project when one of its facts was written in it, named as a path or by its
 # last part (agents record either); the GIN indexes of migration 0019 find those. The rest are read
-# per scope through the brief's order index, the first %(rows)s and no more: a large store holds
-# thousands of digests and a brief of at most 8,000 tokens quotes a few dozen. `available` counts
-# them all from an index, without reading them. Only the order and each digest's size are read
-# here: the summaries (434 KB for 200 digests of a 100k-fact store) are read for the few that fit
-# the budget, by BRIEF_ITEMS.
-BRIEF_ORDER = """
+# per scope through the brief's order index (migration 0023), the first %(rows)s and no more: a large
+# store holds thousands of digests and a brief of at most 8,000 tokens quotes a few dozen.
+# `available` counts every top node without reading them: the current digests less the topics that
+# the current areas hold (a topic is in one area at most). Only the order and each digest's size are
+# read here: the summaries (434 KB for 200 digests of a 100k-fact store) are read for the few that
+# fit the budget, by BRIEF_ITEMS.
+_RANK = "CASE d.kind WHEN 'area' THEN 0 WHEN 'entity' THEN 1 ELSE 2 END"
+_TOP_NODE = """NOT (d.kind = 'topic' AND EXISTS (
+          SELECT 1 FROM digests a WHERE a.scope_id = d.scope_id AND a.valid_to IS NULL AND a.kind = 'area'
+          AND a.parts @> ARRAY[d.subject_id]))"""
+BRIEF_ORDER = f"""
 WITH in_project AS (
-    SELECT d.id, true AS in_project, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, d.token_count
+    SELECT d.id, true AS in_project, {_RANK} AS rank, cardinality(d.member_ids) AS facts, d.last_seen, d.token_count
     FROM digests d
     WHERE cardinality(%(projects)s::text[]) > 0
       AND d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
       AND (d.projects && %(projects)s::text[] OR echo_project_tails(d.projects) && %(projects)s::text[])
-    ORDER BY d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+      AND {_TOP_NODE}
+    ORDER BY {_RANK}, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
     LIMIT %(rows)s
 ), first_rows AS (
     SELECT f.* FROM unnest(%(scope_ids)s::uuid[]) AS sc(id)
     CROSS JOIN LATERAL (
-        SELECT d.id, false AS in_project, d.kind, cardinality(d.member_ids) AS facts, d.last_seen, d.token_count
+        SELECT d.id, false AS in_project, {_RANK} AS rank, cardinality(d.member_ids) AS facts, d.last_seen,
+               d.token_count
         FROM digests d
-        WHERE d.scope_id = sc.id AND d.valid_to IS NULL
-        ORDER BY d.kind = 'entity' DESC, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+        WHERE d.scope_id = sc.id AND d.valid_to IS NULL AND {_TOP_NODE}
+        ORDER BY {_RANK}, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
         LIMIT %(rows)s
     ) AS f
 )
 SELECT u.id::text AS digest_id,
        u.token_count + coalesce((SELECT a.token_count FROM digest_abstracts a WHERE a.digest_id = u.id), 0) AS token_count,
-       (SELECT count(*) FROM digests a WHERE a.scope_id = ANY(%(scope_ids)s::uuid[]) AND a.valid_to IS NULL) AS available
+       (SELECT count(*) FROM digests a WHERE a.scope_id = ANY(%(scope_ids)s::uuid[]) AND a.valid_to IS NULL)
+       - (SELECT coalesce(sum(cardinality(a.parts)), 0) FROM digests a
+          WHERE a.scope_id = ANY(%(scope_ids)s::uuid[]) AND a.valid_to IS NULL AND a.kind = 'area') AS available
 FROM (
     SELECT * FROM in_project
     UNION ALL
     SELECT * FROM first_rows f WHERE NOT EXISTS (SELECT 1 FROM in_project p WHERE p.id = f.id)
 ) AS u
-ORDER BY u.in_project DESC, u.kind = 'entity' DESC, u.last_seen DESC, u.facts DESC, u.id
+ORDER BY u.in_project DESC, u.rank, u.last_seen DESC, u.facts DESC, u.id
 LIMIT %(rows)s
 """
 

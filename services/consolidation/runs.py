@@ -1,4 +1,4 @@
-"""A consolidation run over one scope: place every fact in its tier, build entity digests, record it.
+"""A consolidation run over one scope: place every fact in its tier, build its digests, record it.
 
 One transaction per scope. A run never takes the scope's write lock and never writes the facts
 table: a tier move writes the fact's row in fact_tiers, which no write touches, so no write waits
@@ -93,7 +93,8 @@ def _counts(placements: list[Placement], first_seen_after: datetime | None) -> T
 
 async def run_scope(conn: psycopg.AsyncConnection, caller: Caller, scope: ScopeRef,
                     policy: ConsolidationSettings, dry_run: bool) -> ScopeRun:
-    """Place every fact of `scope` and rebuild its entity digests; with `dry_run`, write nothing."""
+    """Place every fact of `scope` and rebuild its digests (entities, topics, areas); with `dry_run`,
+    write nothing."""
     now = (await (await conn.execute("SELECT now()")).fetchone())[0]  # type: ignore[index]
     placements = place_all(await _activity(conn, scope, now, policy), now, policy)
     previous = (await (await conn.execute(q.LAST_RUN_STARTED, {"scope_id": scope.id})).fetchone())[0]  # type: ignore[index]

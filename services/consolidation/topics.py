@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.server.embed import count_tokens
 
 # A topic's id is derived from its first fact, so a rebuild names it the same.
 TOPIC_NAMESPACE = uuid.UUID("7d0c6f52-3b0e-4f5c-9a55-0c1f1a8e7b21")
+# An area's id is derived from the topic that opened it, likewise.
+AREA_NAMESPACE = uuid.UUID("2f4b9a1e-8c3d-4e6f-b7a2-5d9e0c1b3a47")
 # How many of the topics a key (entity or session) opened are compared with a new fact: the most
 # recent ones, so a hub entity with thousands of topics costs the same as any other.
 RECENT_TOPICS_PER_KEY = 32
@@ -105,16 +106,18 @@ class Placeable:
     entities: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (entity id, name_words) of its entities
 
 
-def place(facts: list[Placeable], policy: ConsolidationSettings) -> list[list[int]]:
-    """Indexes of `facts` grouped into topics, in the order the topics were opened."""
+def place(facts: list[Placeable], threshold: float, cap: int) -> list[list[int]]:
+    """Indexes of `facts` grouped into topics, in the order the topics were opened: each joins the
+    nearest open topic it shares a key with, at a cosine of at least `threshold`, that holds fewer
+    than `cap` and no look-alike of its entities. Areas group topics the same way."""
     topics: list[Topic] = []
     opened_by: dict[str, list[int]] = defaultdict(list)
     for index, fact in enumerate(facts):
         candidates = sorted({t for key in fact.keys for t in opened_by[key][-RECENT_TOPICS_PER_KEY:]})
-        best, best_cos = -1, policy.topic_threshold
+        best, best_cos = -1, threshold
         for t in candidates:
             topic = topics[t]
-            if len(topic.members) >= policy.topic_cap:
+            if len(topic.members) >= cap:
                 continue
             cos = float(topic.centre() @ fact.vector)
             # The look-alike check last: only a topic that would win on closeness needs it.
@@ -134,9 +137,14 @@ def topic_id(first_fact_id: str) -> str:
     return str(uuid.uuid5(TOPIC_NAMESPACE, first_fact_id))
 
 
+def area_id(first_topic_id: str) -> str:
+    return str(uuid.uuid5(AREA_NAMESPACE, first_topic_id))
+
+
 def summary(texts: list[str], vectors: np.ndarray, entity_names: list[str], first_day: str, last_day: str,
-            relations: list[str], policy: ConsolidationSettings) -> str:
-    """Central and diverse member sentences, the entities and relations most named, and the time span."""
+            relations: list[str], sentences: int, heading: str) -> str:
+    """`heading` ("Topic", "Area"), the entities most named, the size and time span, then the
+    `sentences` most central member sentences (skipping near-duplicates) and what the rest are about."""
     centre = vectors.mean(axis=0)
     norm = float(np.linalg.norm(centre))
     centre = centre / norm if norm > 0 else centre
@@ -145,11 +153,11 @@ def summary(texts: list[str], vectors: np.ndarray, entity_names: list[str], firs
     for i in order:
         if all(float(vectors[i] @ vectors[j]) < DUPLICATE_SENTENCE for j in chosen):
             chosen.append(i)
-        if len(chosen) == policy.topic_sentences:
+        if len(chosen) == sentences:
             break
     about = ", ".join(name for name, _ in Counter(entity_names).most_common(4))
     span = first_day if first_day == last_day else f"{first_day} to {last_day}"
-    lines = [f"Topic: {about} ({len(texts)} facts, {span})."]
+    lines = [f"{heading}: {about} ({len(texts)} facts, {span})."]
     lines += [f"- {texts[i]}" for i in chosen]
     if len(texts) > len(chosen):
         top = ", ".join(r for r, _ in Counter(relations).most_common(3))
@@ -157,4 +165,4 @@ def summary(texts: list[str], vectors: np.ndarray, entity_names: list[str], firs
     return "\n".join(lines)
 
 
-__all__ = ["Placeable", "count_tokens", "look_alike", "name_words", "place", "summary", "topic_id"]
+__all__ = ["Placeable", "area_id", "count_tokens", "look_alike", "name_words", "place", "summary", "topic_id"]

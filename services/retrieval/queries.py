@@ -355,11 +355,12 @@ assert all(hot != sql for sql, hot in HOT_ONLY.items())
 # query: the rows a consolidated search adds are bounded by digests × members. Current, because a
 # hot search is never `as_of`; ordered by distance alone, so the partial HNSW index over current
 # digests serves it (with DIGEST_INDEX_ON, below). An exact scan read every digest of the scope, and
-# a digest's vector sits out of line (TOAST) beside its summary: 36-54 ms at 5,562 digests.
+# a digest's vector sits out of line (TOAST) beside its summary: 36-54 ms at 5,562 digests. Areas
+# are left out, here and below: their members are their topics', and a topic is the narrower route.
 DIGEST_MEMBERS = f"""
 WITH nearest AS MATERIALIZED (
     SELECT d.member_ids FROM digests d
-    WHERE d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL
+    WHERE d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL AND d.kind <> 'area'
     ORDER BY d.embedding <=> %(embedding)s
     LIMIT %(digests)s
 )
@@ -383,7 +384,7 @@ DIGEST_MEMBERS_BY_WORDS = f"""
 WITH {_query_terms("facts")},
 nearest AS MATERIALIZED (
     SELECT d.id, d.member_ids, sum(chosen.idf) AS score FROM chosen
-    JOIN digests d ON d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL
+    JOIN digests d ON d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL AND d.kind <> 'area'
                   AND d.tsv @@ quote_literal(chosen.term)::tsquery
     GROUP BY d.id, d.member_ids
     ORDER BY score DESC, d.id

@@ -131,7 +131,7 @@ async def test_each_fact_gets_the_tier_its_activity_gives_and_content_never_chan
     assert again["runs"][0]["counts"]["promoted"] == 2
 
 
-DIGEST_ROWS = ("SELECT kind, subject_id, member_hash, summary, embedding::text FROM digests WHERE valid_to IS NULL "
+DIGEST_ROWS = ("SELECT kind, subject_id, member_hash, summary, embedding::text, parts FROM digests WHERE valid_to IS NULL "
                "ORDER BY kind, subject_id")
 
 
@@ -213,6 +213,9 @@ async def test_a_digest_quotes_only_its_members_and_never_joins_look_alikes(hand
         assert touching == (len(members),), name
 
 
+RANK = {"area": 0, "entity": 1, "topic": 2}
+
+
 async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(
     handlers: Handlers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -236,9 +239,18 @@ async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(
     assert [item["entity"] for item in anywhere["items"] if item["kind"] == "entity"] == ["Billing service", "Web app"]
     entities = [item["entity"] for item in brief["items"] if item["kind"] == "entity"]
     assert entities == ["Web app", "Billing service"]
-    # The web project's digests (its entity and its topics) come before the billing ones.
-    kinds = [(item["kind"], "web app" in item["summary"].lower()) for item in brief["items"]]
-    assert kinds[0] == ("entity", True) and all(web for _, web in kinds[: kinds.index(("entity", False))])
+    # The web project's digests come before the billing ones; within each, areas, then entities, then
+    # topics; a topic an area holds is quoted through its area, never beside it.
+    webs = [any(w in item["summary"].lower() for w in ("web app", "cdn", "node")) for item in brief["items"]]
+    first_other = webs.index(False)
+    assert first_other > 0 and all(webs[:first_other]) and not any(webs[first_other:])
+    for group in (brief["items"][:first_other], brief["items"][first_other:]):
+        ranks = [RANK[item["kind"]] for item in group]
+        assert ranks == sorted(ranks), ranks
+    held = await (await handlers.conn.execute(
+        "SELECT t.id::text FROM digests t JOIN digests a ON a.kind = 'area' AND a.valid_to IS NULL "
+        "AND t.subject_id = ANY(a.parts) WHERE t.kind = 'topic' AND t.valid_to IS NULL")).fetchall()
+    assert not {row[0] for row in held} & {item["digest_id"] for item in anywhere["items"]}
     assert brief["text"].startswith(OPEN_TAG) and brief["text"].endswith(CLOSE_TAG)
     assert "The web app runs on Node 22." in brief["text"]
     assert brief["tokens"] == sum(item["tokens"] for item in brief["items"]) <= 2000
@@ -293,3 +305,54 @@ async def test_a_failed_automatic_run_is_recorded_and_health_says_so_until_a_run
     recovered = await check()
     assert recovered["status"] == "weak" and recovered["points"] == 2.5, recovered
     assert "1 consolidation runs failed" in recovered["detail"]
+
+
+PAYMENTS = [("Billing service", "service"), ("Stripe", "vendor"), ("Postgres", "database"), ("Kafka", "queue"),
+            ("Ledger", "service"), ("Fraud checker", "service")]
+# Each written on its own (so the placement order, by time written, is fixed): topics of a few facts
+# each about payments, which areas then group.
+PAYMENT_FACTS = [
+    ("Billing service", "Stripe", "charges cards through", "The billing service charges cards through Stripe."),
+    ("Billing service", "Postgres", "stores invoices in", "The billing service stores invoices in Postgres."),
+    ("Billing service", "Kafka", "publishes to", "The billing service publishes invoice events to Kafka."),
+    ("Ledger", "Kafka", "consumes", "The ledger consumes invoice events from Kafka."),
+    ("Ledger", "Postgres", "keeps balances in", "The ledger keeps account balances in Postgres."),
+    ("Fraud checker", "Stripe", "scores", "The fraud checker scores every Stripe charge before capture."),
+    ("Fraud checker", "Ledger", "flags", "The fraud checker flags suspicious ledger entries for review."),
+    ("Billing service", "Fraud checker", "calls", "The billing service calls the fraud checker on each charge."),
+    ("Stripe", "Kafka", "webhooks land in", "Stripe webhooks land in Kafka as payment events."),
+]
+
+
+async def test_areas_group_topics_and_the_brief_quotes_them_instead(handlers: Handlers) -> None:
+    for n, (source, target, relation, text) in enumerate(PAYMENT_FACTS):
+        await _write(handlers, PAYMENTS, [_fact(source, target, relation, text)], project="payments")
+        await handlers.conn.execute("UPDATE facts SET written_at = now() - make_interval(days => %s) WHERE text = %s",
+                                    (len(PAYMENT_FACTS) - n, text))
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    digests = await (await handlers.conn.execute(
+        "SELECT id::text, kind, subject_id::text, member_ids::text[], parts::text[] FROM digests "
+        "WHERE valid_to IS NULL")).fetchall()
+    topics = {subject: set(members) for _, kind, subject, members, _ in digests if kind == "topic"}
+    areas = [(id_, set(members), parts) for id_, kind, _, members, parts in digests if kind == "area"]
+    assert areas, "no area was built"
+    held = [part for _, _, parts in areas for part in parts]
+    assert len(held) == len(set(held))  # a topic sits in one area at most
+    for _, members, parts in areas:
+        assert len(parts) >= 2 and set(parts) <= set(topics)
+        assert members == set().union(*(topics[part] for part in parts))
+
+    brief = await handlers.call(_writer(handlers), "consolidation", "brief", {"max_tokens": 8000})
+    quoted = {item["digest_id"] for item in brief["items"]}
+    assert {id_ for id_, _, _ in areas} <= quoted and brief["items"][0]["kind"] == "area"
+    topic_rows = {subject: id_ for id_, kind, subject, _, _ in digests if kind == "topic"}
+    assert not {topic_rows[part] for part in held} & quoted
+    assert brief["digests_available"] == len(digests) - len(held) == len(brief["items"])
+
+    # Erasing a member fact takes every digest holding it, the area included.
+    area_id, members, _ = areas[0]
+    fact_id = sorted(members)[0]
+    await handlers.admin_call("writes", "forget", {"fact_id": fact_id, "confirm": True, "reason": "request"})
+    left = await (await handlers.conn.execute(
+        "SELECT count(*) FROM digests WHERE id = %s::uuid OR %s::uuid = ANY(member_ids)", (area_id, fact_id))).fetchone()
+    assert left == (0,)

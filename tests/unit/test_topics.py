@@ -78,7 +78,7 @@ def test_placement_matches_comparing_every_pair_of_names() -> None:
         facts = _history(900, seed)
         expected, refused = _place_by_every_pair(facts, policy)
         assert refused > 100  # the look-alike check decided many placements
-        assert place(facts, policy) == expected
+        assert place(facts, policy.topic_threshold, policy.topic_cap) == expected
 
 
 def test_a_topic_refuses_look_alikes_both_ways_but_never_the_facts_own_entities() -> None:

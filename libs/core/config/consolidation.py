@@ -40,3 +40,8 @@ class ConsolidationSettings(BaseModel):
     )
     topic_cap: int = Field(48, ge=2, description="facts a topic holds at most; a full topic takes no more")
     topic_sentences: int = Field(3, ge=1, description="member sentences a topic digest quotes (central and diverse)")
+    area_threshold: float = Field(
+        0.35, ge=-1, le=1, description="a topic joins an area only if its centre's cosine to the area's centre is at "
+        "least this and it shares an entity or a session with the area"
+    )
+    area_cap: int = Field(32, ge=2, description="topics an area holds at most; a full area takes no more")

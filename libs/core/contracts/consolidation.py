@@ -96,8 +96,8 @@ class BriefInput(StrictModel):
 
 class BriefItem(BaseModel):
     digest_id: str
-    kind: Literal["entity", "topic"]
-    entity: str | None = Field(description="the entity an entity digest describes; null for a topic")
+    kind: Literal["entity", "topic", "area"]
+    entity: str | None = Field(description="the entity an entity digest describes; null for a topic or an area")
     scope: str
     summary: str
     abstract: str | None = Field(None, description="the digest's abstract, written by the user's own model "
@@ -157,8 +157,8 @@ class MemberFact(BaseModel):
 class AbstractCandidate(BaseModel):
     digest_id: str = Field(description="the current version's id; an abstract belongs to this version only")
     version: int
-    kind: Literal["entity", "topic"]
-    entity: str | None = Field(description="the entity an entity digest describes; null for a topic")
+    kind: Literal["entity", "topic", "area"]
+    entity: str | None = Field(description="the entity an entity digest describes; null for a topic or an area")
     scope: str
     members: list[MemberFact] = Field(description=f"current member facts, newest first, at most {MAX_MEMBERS_SENT}")
     members_total: int = Field(description="current member facts in all (more than `members` when cut)")
@@ -218,7 +218,7 @@ class DigestAbstract(BaseModel):
     origin: Literal["model"] = Field("model", description="always model: written by the user's own model, "
                                      "checked against the facts it cites, never by an agent")
     digest_id: str
-    kind: Literal["entity", "topic"]
+    kind: Literal["entity", "topic", "area"]
     entity: str | None
     scope: str
     sentences: list[CitedSentence]

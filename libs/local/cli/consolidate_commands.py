@@ -1,7 +1,7 @@
 """`echo-memory consolidate [--scope S] [--dry-run]`, `consolidate log`, `consolidate undo RUN`,
 `consolidate abstract [--write | --list]`, `brief`.
 
-Consolidation places every fact in a tier (hot, consolidated, archived) and builds entity digests;
+Consolidation places every fact in a tier (hot, consolidated, archived) and builds digests;
 it never edits or deletes a fact (docs/consolidation.md). Each command is one bus request to the
 consolidation service, as the org's admin, except `consolidate abstract` without `--list`: the
 opt-in model command in model_commands.py (docs/distil.md).

@@ -203,7 +203,7 @@ async def judge_external(args: Any) -> int:
 
 def _line(item: dict[str, Any]) -> str:
     if "digest_id" in item:
-        about = f"entity {item['entity']}" if item.get("entity") else "topic"
+        about = f"entity {item['entity']}" if item.get("entity") else item.get("kind", "topic")
         said = "".join(f"\n  + {s['text']} [cites {', '.join(s['cites'])}]" for s in item["sentences"])
         return f"digest {item['digest_id']} ({about}, {item['scope']}): {item.get('outcome', '')}{said}"
     if "episode_id" in item:
