@@ -207,4 +207,6 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     probes = row["probes"]
     assert probes["digests"] > 0
     assert probes["topic_digests_mixing_look_alikes"] == probes["look_alike_digests_holding_another"] == 0
+    assert probes["area_digests_mixing_look_alikes"] == 0
+    assert probes["by_kind"]["area"] > 0 and probes["top_nodes"] < probes["by_kind"]["topic"]
     assert probes["digests_holding_a_fact_and_its_successor"] == 0

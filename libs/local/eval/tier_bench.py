@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -119,22 +120,27 @@ SELECT d.kind, (SELECT name FROM entities WHERE id = d.subject_id), array_agg(DI
 FROM digests d JOIN facts f ON f.id = ANY(d.member_ids) JOIN entities e ON e.id IN (f.source_entity, f.target_entity)
 WHERE d.scope_id = %(scope_id)s AND d.valid_to IS NULL GROUP BY d.id, d.kind, d.subject_id
 """
+# Topics an area holds: the brief quotes those through their area, so they are not top nodes.
+TOPICS_IN_AREAS = """
+SELECT coalesce(sum(cardinality(parts)), 0) FROM digests
+WHERE scope_id = %(scope_id)s AND valid_to IS NULL AND kind = 'area'
+"""
 DIGESTS_WITH_BOTH_VERSIONS = """
 SELECT count(*) FROM digests d WHERE d.scope_id = %(scope_id)s AND d.valid_to IS NULL
 AND EXISTS (SELECT 1 FROM facts f WHERE f.id = ANY(d.member_ids) AND f.supersedes = ANY(d.member_ids))
 """
 READS_PER_FACT = 10  # an org's read log: one recall (of up to five facts) for every ten facts written
 DIGESTS = """
-SELECT subject_id::text, member_hash, summary, embedding::text FROM digests
+SELECT subject_id::text, member_hash, summary, embedding::text, parts::text FROM digests
 WHERE scope_id = %(scope_id)s AND valid_to IS NULL ORDER BY subject_id
 """
 
 
 # The current digests nearest a query, in exact order: what a hot search's digest step (which walks
-# the digests' HNSW index) aims to expand.
+# the digests' HNSW index) aims to expand; areas are not expanded.
 NEAREST_DIGESTS = """
 SELECT member_ids::text[] FROM digests
-WHERE scope_id = %(scope_id)s AND valid_to IS NULL
+WHERE scope_id = %(scope_id)s AND valid_to IS NULL AND kind <> 'area'
 ORDER BY embedding <=> %(embedding)s, id
 LIMIT %(digests)s
 """
@@ -294,24 +300,30 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
     return row
 
 
-async def _probes(conn: psycopg.AsyncConnection, scope_id: Any, look_alikes: list[tuple[str, ...]]) -> dict[str, int]:
-    """False merges and merged contradictions among the current digests (each must be 0), and entity
-    digests of a third entity naming two look-alikes side by side (not a merge; reported)."""
+async def _probes(conn: psycopg.AsyncConnection, scope_id: Any, look_alikes: list[tuple[str, ...]]) -> dict[str, Any]:
+    """False merges and merged contradictions among the current digests (each must be 0), entity
+    digests of a third entity naming two look-alikes side by side (not a merge; reported), the
+    digests of each kind, and the top nodes (digests less the topics an area holds)."""
     group_of = {name: index for index, group in enumerate(look_alikes) for name in group}
-    mixed_topic = mixed_subject = side_by_side = 0
+    mixed_topic = mixed_area = mixed_subject = side_by_side = 0
     rows = await (await conn.execute(DIGEST_NAMES, {"scope_id": scope_id})).fetchall()
+    kinds = Counter(kind for kind, _, _ in rows)
     for kind, subject, names in rows:
         groups = [group_of[n] for n in names if n in group_of]
         if len(groups) == len(set(groups)):
             continue
         if kind == "topic":
             mixed_topic += 1
+        elif kind == "area":
+            mixed_area += 1
         elif subject in group_of and groups.count(group_of[subject]) > 1:
             mixed_subject += 1
         else:
             side_by_side += 1
     both = (await (await conn.execute(DIGESTS_WITH_BOTH_VERSIONS, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
-    return {"digests": len(rows), "topic_digests_mixing_look_alikes": mixed_topic,
+    held = (await (await conn.execute(TOPICS_IN_AREAS, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
+    return {"digests": len(rows), "by_kind": dict(sorted(kinds.items())), "top_nodes": len(rows) - int(held),
+            "topic_digests_mixing_look_alikes": mixed_topic, "area_digests_mixing_look_alikes": mixed_area,
             "look_alike_digests_holding_another": mixed_subject, "digests_holding_a_fact_and_its_successor": int(both),
             "entity_digests_naming_look_alikes_side_by_side": side_by_side}
 
