@@ -71,6 +71,7 @@ def register(sub: Any) -> None:
     brief.add_argument("--json", action="store_true", help="print the result as JSON")
     brief.set_defaults(func=print_brief)
     register_benchmark(sub)
+    register_keepup(sub)
 
 
 def _counts_line(c: TierCounts) -> str:
@@ -177,6 +178,33 @@ def register_benchmark(sub: Any) -> None:
                         "again (a million facts: ~94 CPU-minutes of the model saved; ~1.5 GB on disk)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=benchmark_tiers)
+
+
+def register_keepup(sub: Any) -> None:
+    parser = sub.add_parser("benchmark-keepup",
+                            help="writes at the machine's pace, alone and beside consolidation runs, in a throw-away "
+                            "system")
+    parser.add_argument("--facts", type=int, default=10_000, help="facts of an org history loaded first (default 10000)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="length of each of the four phases (default 30)")
+    parser.add_argument("--writers", type=int, default=2, help="agents writing back to back (default 2)")
+    parser.add_argument("--vector-cache", metavar="DIR", type=Path,
+                        help="keep the org history's fact vectors in DIR and reuse them (as benchmark-tiers)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=benchmark_keepup)
+
+
+def benchmark_keepup(settings: Settings, args: argparse.Namespace) -> int:
+    """Prints each phase (alone, beside runs, alone, beside runs) and a summary; exit 2 for a count or
+    length out of range."""
+    from echo_memory.libs.local.eval import keepup
+
+    if args.facts < 0 or args.seconds <= 0 or args.writers < 1:
+        print("echo-memory benchmark-keepup: --facts wants ≥ 0, --seconds > 0 and --writers ≥ 1", file=sys.stderr)
+        return 2
+    report = eventloop.run(keepup.run(args.facts, args.seconds, args.writers, vector_cache=args.vector_cache,
+                                      show=not args.json), use_uvloop=settings.uvloop)
+    print(json.dumps(report, indent=2) if args.json else f"summary: {report['summary']}")
+    return 0
 
 
 def benchmark_tiers(settings: Settings, args: argparse.Namespace) -> int:

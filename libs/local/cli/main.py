@@ -31,7 +31,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "echo_memory.libs.local.cli.history_commands": ("import",),
     "echo_memory.libs.local.cli.dashboard_commands": ("dashboard", "demo-seed"),
     "echo_memory.libs.local.cli.model_commands": ("distil", "infer-causal-hints", "judge-external"),
-    "echo_memory.libs.local.cli.consolidate_commands": ("benchmark-tiers", "brief", "consolidate"),
+    "echo_memory.libs.local.cli.consolidate_commands": ("benchmark-tiers", "benchmark-keepup", "brief", "consolidate"),
     "echo_memory.libs.local.cli.forget_commands": ("forget",),
     "echo_memory.libs.local.cli.entity_commands": ("entities",),
 }

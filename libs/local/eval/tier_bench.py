@@ -171,7 +171,7 @@ async def run(path: str | Path, sizes: list[int], *, history: str = "org", show:
             for size in sorted(sizes):
                 scope = await new_scope(call, f"org-{size}")
                 by_id = await _plant_gold(call, stack.database_url, scope, data, show)
-                org = await _load_org(stack.database_url, scope, size, embedder, show, cache)
+                org = await load_org(stack.database_url, scope, size, embedder, show, cache)
                 rows.append(await _measure(call, stack.database_url, scope, data, by_id, embedder, size, show,
                                            org=org))
         else:
@@ -197,7 +197,7 @@ async def _plant_gold(call: Any, database_url: str, scope: str, data: agent_fact
     return by_id
 
 
-async def _load_org(database_url: str, scope: str, size: int, embedder: MiniLM, show: bool,
+async def load_org(database_url: str, scope: str, size: int, embedder: MiniLM, show: bool,
                     cache: VectorCache | None = None) -> dict[str, Any]:
     """An organisation's history of `size` facts and its read log, in one transaction; what it cost."""
     cpu, started = time.process_time(), time.perf_counter()
@@ -249,25 +249,25 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         # Asked twice before anything moves: a difference here is the search's own, not consolidation's.
         repeatable = past == (await _as_of_answers(call, scope, data, instant))[0]
         flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
-        postgres = await _postmaster(conn)
-        pg_cpu = _tree_cpu(postgres)
+        postgres = await postmaster(conn)
+        pg_cpu = tree_cpu(postgres)
         every = await _arm(call, scope, data, by_id, "all")
-        pg_all_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
+        pg_all_ms = (tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
         # The benchmark's own queries are in the read log too; dated a year back, they are not the
         # activity that keeps a fact hot, so the gold facts stay never read as far as the policy sees.
         await conn.execute(BACKDATE_OWN_READS)
-        cpu, started, pg_cpu = time.process_time(), time.perf_counter(), _tree_cpu(postgres)
+        cpu, started, pg_cpu = time.process_time(), time.perf_counter(), tree_cpu(postgres)
         _phase(show, distractors, "searched before the run (as_of, flat, default)")
         result = await call("consolidation", "consolidate", {"scope": scope})
         cost = {"wall_s": round(time.perf_counter() - started, 2), "process_cpu_s": round(time.process_time() - cpu, 2),
-                "postgres_cpu_s": round(_tree_cpu(postgres) - pg_cpu, 2), "counts": result["runs"][0]["counts"]}
+                "postgres_cpu_s": round(tree_cpu(postgres) - pg_cpu, 2), "counts": result["runs"][0]["counts"]}
         cost["vacuum_after"] = await _vacuum_after_run(conn, postgres)
         _phase(show, distractors, f"consolidated: {cost['wall_s']} s wall, {cost['process_cpu_s']} s CPU of this "
                                   f"process, {cost['postgres_cpu_s']} s of Postgres")
         run_id = result["runs"][0]["run_id"]
-        pg_cpu = _tree_cpu(postgres)
+        pg_cpu = tree_cpu(postgres)
         hot = await _arm(call, scope, data, by_id, "hot")
-        pg_hot_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
+        pg_hot_ms = (tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
         brief = await _brief_latency(call, scope)
         content_after = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         tiers: dict[str, str] = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
@@ -328,7 +328,7 @@ async def _probes(conn: psycopg.AsyncConnection, scope_id: Any, look_alikes: lis
             "entity_digests_naming_look_alikes_side_by_side": side_by_side}
 
 
-async def _postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
+async def postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
     """The postmaster serving `conn` (the parent of its backend)."""
     backend = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]  # type: ignore[index]
     parent = psutil.Process(backend).parent()
@@ -348,13 +348,13 @@ async def _vacuum_after_run(conn: psycopg.AsyncConnection, postgres: psutil.Proc
     Done before the hot arm and the brief are measured, so they are not timed beside it: measured
     while autovacuum worked off a 100k run, the brief took 12.6 ms at p50 against 6-8 ms after.
     """
-    started, pg_cpu = time.perf_counter(), _tree_cpu(postgres)
+    started, pg_cpu = time.perf_counter(), tree_cpu(postgres)
     for table in RUN_TABLES:
         await conn.execute(f"VACUUM ANALYZE {table}")
-    return {"wall_s": round(time.perf_counter() - started, 2), "postgres_cpu_s": round(_tree_cpu(postgres) - pg_cpu, 2)}
+    return {"wall_s": round(time.perf_counter() - started, 2), "postgres_cpu_s": round(tree_cpu(postgres) - pg_cpu, 2)}
 
 
-def _tree_cpu(root: psutil.Process) -> float:
+def tree_cpu(root: psutil.Process) -> float:
     """CPU seconds of `root` and every process under it now (Postgres and its backends)."""
     return cpu_seconds([root, *root.children(recursive=True)])
 

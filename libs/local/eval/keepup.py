@@ -1,0 +1,186 @@
+"""`echo-memory benchmark-keepup`: writes at the pace the machine sustains, alone and beside
+consolidation runs, in one throw-away system.
+
+A store of `facts` facts (an organisation's history, loaded by COPY and consolidated once) takes
+`writers` agents writing sessions back to back over the bus for `seconds`, in four phases: alone,
+beside back-to-back consolidation runs of the same scope, alone, beside runs. All services run in
+this process, on one event loop, as `echo-memory up` runs them on a laptop. Each phase reports:
+- writes and facts stored per second, write latency p50/p95/max;
+- how late a 10 ms timer on the services' event loop fired (p99, max): a run that held the loop
+  would hold every write and query the process serves;
+- samples of Postgres backends waiting on a lock (every 50 ms), with what the waiting and the
+  blocking statements were: writes that waited for a run show up here;
+- the runs that finished, their wall time, and the lag bound: the longest time from one run's start
+  to the next run's end, within which any fact written during the phase was in a finished run;
+- CPU seconds of this process (the services and the writers) and of Postgres.
+Figures only: nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import psycopg
+
+from echo_memory.libs.local.eval import synthetic, tier_bench
+from echo_memory.libs.local.eval.metrics import latency_stats, percentile
+from echo_memory.libs.local.eval.runner import new_scope
+from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
+from echo_memory.libs.local.eval.vector_cache import VectorCache
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.embed.minilm import MODEL_SHA256
+
+PHASES = ("alone", "runs", "alone", "runs")
+SESSION_FACTS = 6  # facts per write: a session's worth, as an agent writes them
+TICK_S = 0.01
+LOCK_SAMPLE_S = 0.05
+RUN_TIMEOUT_S = 3600
+
+# Backends of this database waiting on a lock, with the statement each waits in and the statements
+# of the backends blocking it.
+LOCK_WAITS = """
+SELECT left(w.query, 80), array_agg(left(b.query, 80) ORDER BY b.pid)
+FROM pg_stat_activity w
+CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS blocker(pid)
+JOIN pg_stat_activity b ON b.pid = blocker.pid
+WHERE w.datname = current_database() AND w.wait_event_type = 'Lock'
+GROUP BY w.pid, w.query
+"""
+
+NAMES = "SELECT e.name FROM entities e JOIN scopes s ON s.id = e.scope_id WHERE s.name = %(scope)s"
+
+
+@dataclass
+class PhaseLog:
+    write_ms: list[float] = field(default_factory=list)
+    facts: int = 0
+    late_ms: list[float] = field(default_factory=list)
+    lock_samples: int = 0
+    samples: int = 0
+    waits: dict[str, int] = field(default_factory=dict)  # "waiting <- blocking" -> samples
+    runs: list[tuple[float, float]] = field(default_factory=list)  # (start, end), perf_counter seconds
+
+
+async def run(facts: int, seconds: float, writers: int, *, vector_cache: Path | None = None,
+              show: bool = False) -> dict[str, Any]:
+    """The report: the store, then one entry per phase (PHASES) and a side-by-side summary."""
+    embedder = MiniLM()
+    cache = None if vector_cache is None else VectorCache(vector_cache, f"{embedder.name}@{MODEL_SHA256}")
+    async with throwaway_stack(embedder) as stack:
+        call = stack_call(stack, timeout=RUN_TIMEOUT_S)
+        scope = await new_scope(call, "keepup")
+        org = await tier_bench.load_org(stack.database_url, scope, facts, embedder, show, cache)
+        first = await call("consolidation", "consolidate", {"scope": scope})
+        async with await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True) as conn:
+            postgres = await tier_bench.postmaster(conn)
+            source = synthetic.FactSource(seed=11)
+            # The history's names resolve by exact match; only names it lacks are declared new.
+            source.known.update(r[0] for r in await (await conn.execute(NAMES, {"scope": scope})).fetchall())
+            phases = []
+            for name in PHASES:
+                phases.append(await _phase(call, conn, postgres, scope, source, name, seconds, writers))
+                if show:
+                    print(render_phase(phases[-1]), flush=True)
+    return {"facts": facts, "seconds": seconds, "writers": writers, "load": org["load"],
+            "first_run": first["runs"][0]["counts"], "phases": phases, "summary": _summary(phases)}
+
+
+async def _phase(call: Any, conn: psycopg.AsyncConnection, postgres: psutil.Process, scope: str,
+                 source: synthetic.FactSource, name: str, seconds: float, writers: int) -> dict[str, Any]:
+    log = PhaseLog()
+    loop = asyncio.get_running_loop()
+    stop = loop.time() + seconds
+    done = asyncio.Event()
+    cpu, pg_cpu, started = time.process_time(), tier_bench.tree_cpu(postgres), time.perf_counter()
+
+    async def writer(n: int) -> None:
+        while loop.time() < stop:
+            args = source.write_args(source.batch(SESSION_FACTS), scope, session=f"keepup-{name}-{n}")
+            began = time.perf_counter()
+            result = await call("writes", "write_episode", args)
+            log.write_ms.append((time.perf_counter() - began) * 1000)
+            if not result["stored"] or result["partial"]:
+                raise RuntimeError(f"a keep-up write was not fully stored: {str(result)[:300]}")
+            log.facts += len(result["edges_created"])
+
+    async def runs() -> None:
+        while loop.time() < stop:
+            began = time.perf_counter()
+            await call("consolidation", "consolidate", {"scope": scope})
+            log.runs.append((began, time.perf_counter()))
+
+    async def ticker() -> None:
+        while not done.is_set():
+            began = loop.time()
+            await asyncio.sleep(TICK_S)
+            log.late_ms.append(max(0.0, (loop.time() - began - TICK_S) * 1000))
+
+    async def locks() -> None:
+        while not done.is_set():
+            rows = await (await conn.execute(LOCK_WAITS)).fetchall()
+            log.samples += 1
+            if rows:
+                log.lock_samples += 1
+            for waiting, blocking in rows:
+                key = f"{waiting} <- {' | '.join(blocking)}"
+                log.waits[key] = log.waits.get(key, 0) + 1
+            await asyncio.sleep(LOCK_SAMPLE_S)
+
+    watchers = [asyncio.create_task(ticker()), asyncio.create_task(locks())]
+    work = [writer(n) for n in range(writers)] + ([runs()] if name == "runs" else [])
+    try:
+        await asyncio.gather(*work)
+    finally:
+        done.set()
+        await asyncio.gather(*watchers)
+    wall = time.perf_counter() - started
+    return {
+        "phase": name, "wall_s": round(wall, 1), "writes": len(log.write_ms), "facts": log.facts,
+        "facts_per_s": round(log.facts / wall, 1), "write_ms": {**latency_stats(log.write_ms),
+                                                                "max": round(max(log.write_ms, default=0.0), 2)},
+        "loop_late_ms": {"p99": round(percentile(log.late_ms, 99), 1), "max": round(max(log.late_ms, default=0.0), 1)},
+        "lock_wait_samples": log.lock_samples, "lock_samples": log.samples,
+        "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
+        "runs": _runs(log.runs), "process_cpu_s": round(time.process_time() - cpu, 1),
+        "postgres_cpu_s": round(tier_bench.tree_cpu(postgres) - pg_cpu, 1),
+    }
+
+
+def _runs(spans: list[tuple[float, float]]) -> dict[str, Any]:
+    """Runs finished, their wall time, and the lag bound (the longest start-to-next-end span)."""
+    walls = [end - start for start, end in spans]
+    lags = [spans[i + 1][1] - spans[i][0] for i in range(len(spans) - 1)]
+    return {"n": len(spans), "wall_s_p50": round(percentile(walls, 50), 1), "wall_s_max": round(max(walls, default=0), 1),
+            "lag_bound_s": round(max(lags, default=max(walls, default=0)), 1)}
+
+
+def _summary(phases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Beside runs against alone, each pair of phases in turn: facts per second and write p95 as ratios."""
+    pairs = [(phases[i], phases[i + 1]) for i in range(0, len(phases) - 1, 2)]
+    return {
+        "facts_per_s_ratio": [round(b["facts_per_s"] / a["facts_per_s"], 2) if a["facts_per_s"] else None
+                              for a, b in pairs],
+        "write_p95_ratio": [round(b["write_ms"]["p95"] / a["write_ms"]["p95"], 2) if a["write_ms"]["p95"] else None
+                            for a, b in pairs],
+        "loop_late_max_ms": {"alone": max(p["loop_late_ms"]["max"] for p in phases if p["phase"] == "alone"),
+                             "runs": max(p["loop_late_ms"]["max"] for p in phases if p["phase"] == "runs")},
+        "lock_wait_samples": {"alone": sum(p["lock_wait_samples"] for p in phases if p["phase"] == "alone"),
+                              "runs": sum(p["lock_wait_samples"] for p in phases if p["phase"] == "runs")},
+    }
+
+
+def render_phase(phase: dict[str, Any]) -> str:
+    w, late, r = phase["write_ms"], phase["loop_late_ms"], phase["runs"]
+    line = (f"{phase['phase']:<5} {phase['wall_s']} s: {phase['writes']} writes, {phase['facts_per_s']} facts/s, "
+            f"write p50 {w['p50']} p95 {w['p95']} max {w['max']} ms; loop late p99 {late['p99']} max {late['max']} ms; "
+            f"lock waits in {phase['lock_wait_samples']} of {phase['lock_samples']} samples; CPU "
+            f"{phase['process_cpu_s']} s services+writers, {phase['postgres_cpu_s']} s Postgres")
+    if r["n"]:
+        line += f"; {r['n']} runs, wall p50 {r['wall_s_p50']} s max {r['wall_s_max']} s, lag bound {r['lag_bound_s']} s"
+    return line
+
