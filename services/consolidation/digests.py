@@ -8,6 +8,7 @@ facts gives the same summary, hash and vector.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.server.embed import count_tokens
 from echo_memory.services.consolidation import queries as q
 from echo_memory.services.consolidation import topics
+from echo_memory.services.consolidation.loop import fetch_all
 
 
 @dataclass(frozen=True)
@@ -194,11 +196,34 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 async def drafts_for_scope(conn: psycopg.AsyncConnection, scope_id: str,
                            policy: ConsolidationSettings) -> list[DigestDraft]:
     """A draft for every entity of the scope that at least `digest_min_facts` current facts touch,
-    for every topic of its current facts, and for every area of two or more topics."""
+    for every topic of its current facts, and for every area of two or more topics. The drafting
+    runs in a worker thread (loop.py)."""
     async with conn.cursor(row_factory=dict_row) as cur:
         # Binary: a vector arrives as its bytes; parsing 100k of them from text cost seconds of CPU.
         await cur.execute(q.CURRENT_FACTS, {"scope_id": scope_id}, binary=True)
-        rows = await cur.fetchall()
+        rows = await fetch_all(cur)
+    if not rows:
+        return []
+    facts, touching = await asyncio.to_thread(_by_entity, rows)
+    subjects = sorted(e for e, members in touching.items() if len(members) >= policy.digest_min_facts)
+    names = await _entities(conn, scope_id, sorted(touching))
+    ended = await _ended(conn, scope_id, sorted({m.supersedes for s in subjects for m in touching[s] if m.supersedes}))
+    return await asyncio.to_thread(_all_drafts, Scope(facts, touching, subjects, names, ended), policy)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a scope's digests are drafted from: its current facts, those touching each entity, the
+    entities that get a digest, their names and the texts of the facts their members superseded."""
+
+    facts: list[MemberFact]
+    touching: dict[str, list[MemberFact]]
+    subjects: list[str]
+    names: dict[str, Entity]
+    ended: dict[str, tuple[str, datetime | None]]
+
+
+def _by_entity(rows: list[dict[str, Any]]) -> tuple[list[MemberFact], dict[str, list[MemberFact]]]:
     facts = [MemberFact(r["id"], r["source"], r["target"], r["relation"], r["text"], r["written_at"], r["project"],
                         r["session"], r["supersedes"], _vector(r["embedding"])) for r in rows]
     touching: dict[str, list[MemberFact]] = defaultdict(list)
@@ -206,14 +231,14 @@ async def drafts_for_scope(conn: psycopg.AsyncConnection, scope_id: str,
         touching[fact.source].append(fact)
         if fact.target != fact.source:
             touching[fact.target].append(fact)
-    subjects = sorted(e for e, members in touching.items() if len(members) >= policy.digest_min_facts)
-    if not facts:
-        return []
-    names = await _entities(conn, scope_id, sorted(touching))
-    ended = await _ended(conn, scope_id, sorted({m.supersedes for s in subjects for m in touching[s] if m.supersedes}))
-    entity_drafts = [draft(names[s], touching[s], names, ended, policy) for s in subjects if s in names]
-    topic_digests = topic_drafts(facts, names, policy)
-    areas = area_drafts(topic_digests, {f.id: f for f in facts}, names, policy)
+    return facts, touching
+
+
+def _all_drafts(scope: Scope, policy: ConsolidationSettings) -> list[DigestDraft]:
+    entity_drafts = [draft(scope.names[s], scope.touching[s], scope.names, scope.ended, policy)
+                     for s in scope.subjects if s in scope.names]
+    topic_digests = topic_drafts(scope.facts, scope.names, policy)
+    areas = area_drafts(topic_digests, {f.id: f for f in scope.facts}, scope.names, policy)
     return entity_drafts + topic_digests + areas
 
 
