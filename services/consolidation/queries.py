@@ -186,13 +186,20 @@ _TOP_NODE = """NOT (d.kind = 'topic' AND EXISTS (
           AND a.parts @> ARRAY[d.subject_id]))"""
 BRIEF_ORDER = f"""
 WITH in_project AS (
-    SELECT d.id, true AS in_project, {_RANK} AS rank, cardinality(d.member_ids) AS facts, d.last_seen, d.token_count
-    FROM digests d
-    WHERE cardinality(%(projects)s::text[]) > 0
-      AND d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
-      AND (d.projects && %(projects)s::text[] OR echo_project_tails(d.projects) && %(projects)s::text[])
-      AND {_TOP_NODE}
-    ORDER BY {_RANK}, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+    -- Sorted first (OFFSET 0 keeps the check out of the sort's input), so the top-node check probes
+    -- only the topics the first rows reach, not every topic of the project; the rows keep that order.
+    SELECT d.id, true AS in_project, d.rank, d.facts, d.last_seen, d.token_count
+    FROM (
+        SELECT d.id, d.scope_id, d.kind, d.subject_id, {_RANK} AS rank, cardinality(d.member_ids) AS facts,
+               d.last_seen, d.token_count
+        FROM digests d
+        WHERE cardinality(%(projects)s::text[]) > 0
+          AND d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
+          AND (d.projects && %(projects)s::text[] OR echo_project_tails(d.projects) && %(projects)s::text[])
+        ORDER BY {_RANK}, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+        OFFSET 0
+    ) AS d
+    WHERE {_TOP_NODE}
     LIMIT %(rows)s
 ), first_rows AS (
     SELECT f.* FROM unnest(%(scope_ids)s::uuid[]) AS sc(id)

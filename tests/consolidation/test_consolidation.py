@@ -250,7 +250,7 @@ async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(
     held = await (await handlers.conn.execute(
         "SELECT t.id::text FROM digests t JOIN digests a ON a.kind = 'area' AND a.valid_to IS NULL "
         "AND t.subject_id = ANY(a.parts) WHERE t.kind = 'topic' AND t.valid_to IS NULL")).fetchall()
-    assert not {row[0] for row in held} & {item["digest_id"] for item in anywhere["items"]}
+    assert not {row[0] for row in held} & {item["digest_id"] for item in anywhere["items"] + brief["items"]}
     assert brief["text"].startswith(OPEN_TAG) and brief["text"].endswith(CLOSE_TAG)
     assert "The web app runs on Node 22." in brief["text"]
     assert brief["tokens"] == sum(item["tokens"] for item in brief["items"]) <= 2000
@@ -342,12 +342,13 @@ async def test_areas_group_topics_and_the_brief_quotes_them_instead(handlers: Ha
         assert len(parts) >= 2 and set(parts) <= set(topics)
         assert members == set().union(*(topics[part] for part in parts))
 
-    brief = await handlers.call(_writer(handlers), "consolidation", "brief", {"max_tokens": 8000})
-    quoted = {item["digest_id"] for item in brief["items"]}
-    assert {id_ for id_, _, _ in areas} <= quoted and brief["items"][0]["kind"] == "area"
     topic_rows = {subject: id_ for id_, kind, subject, _, _ in digests if kind == "topic"}
-    assert not {topic_rows[part] for part in held} & quoted
-    assert brief["digests_available"] == len(digests) - len(held) == len(brief["items"])
+    for project in (None, "payments"):  # the project's digests are read by another statement
+        brief = await handlers.call(_writer(handlers), "consolidation", "brief", {"max_tokens": 8000, "project": project})
+        quoted = {item["digest_id"] for item in brief["items"]}
+        assert {id_ for id_, _, _ in areas} <= quoted and brief["items"][0]["kind"] == "area"
+        assert not {topic_rows[part] for part in held} & quoted
+        assert brief["digests_available"] == len(digests) - len(held) == len(brief["items"])
 
     # Erasing a member fact takes every digest holding it, the area included.
     area_id, members, _ = areas[0]
