@@ -124,7 +124,8 @@ def _plan(args: argparse.Namespace) -> Any:
     if args.experiment == "named-month":
         from lab import named_month
 
-        return named_month.run(datasets.dataset(datasets.LOCOMO, args.locomo_path), _bonuses(args.bonuses),
+        bonuses = _bonuses(args.bonuses)  # a bad list stops here, before the dataset is looked for
+        return named_month.run(datasets.dataset(datasets.LOCOMO, args.locomo_path), bonuses,
                                conversations=args.conversations)
     if args.experiment == "chat-shape":
         from echo_memory.libs.core.config.retrieval import RetrievalSettings
