@@ -22,6 +22,7 @@ def test_benchmark_keepup_reports_writes_alone_and_beside_runs() -> None:
         assert phase["writes"] > 0 and phase["facts"] >= phase["writes"]  # every write stored its facts
         assert 0 < phase["write_ms"]["p50"] <= phase["write_ms"]["p95"] <= phase["write_ms"]["max"]
         assert phase["lock_samples"] > 0 and phase["loop_late_ms"]["max"] >= phase["loop_late_ms"]["p99"] >= 0
+        assert 0 <= phase["samples_blocked_by_a_run"] <= phase["lock_wait_samples"] <= phase["lock_samples"]
         ran = phase["runs"]["n"]
         assert (ran > 0) if phase["phase"] == "runs" else (ran == 0)
     assert len(report["summary"]["facts_per_s_ratio"]) == 2

@@ -9,10 +9,11 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
 - how late a 10 ms timer on the services' event loop fired (p99, max): a run that held the loop
   would hold every write and query the process serves;
 - samples of Postgres backends waiting on a lock (every 50 ms), with what the waiting and the
-  blocking statements were: writes that waited for a run show up here;
+  blocking statements were, and in how many a run's statement was the blocker;
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
-- CPU seconds of this process (the services and the writers) and of Postgres.
+- CPU seconds of this process (the services and the writers). Not Postgres': autovacuum workers
+  come and go with the writes, and a process that ended takes its CPU counters with it.
 Figures only: nothing here is asserted.
 """
 
@@ -24,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
 import psycopg
 
 from echo_memory.libs.local.eval import synthetic, tier_bench
@@ -51,6 +51,9 @@ JOIN pg_stat_activity b ON b.pid = blocker.pid
 WHERE w.datname = current_database() AND w.wait_event_type = 'Lock'
 GROUP BY w.pid, w.query
 """
+# What only a run's statements name: the tables it writes (consolidation/queries.py). A blocker's
+# text is the statement it runs or last ran in its transaction.
+RUN_MARKERS = ("fact_tiers", "digests", "consolidation_runs", "tier_moves")
 
 NAMES = "SELECT e.name FROM entities e JOIN scopes s ON s.id = e.scope_id WHERE s.name = %(scope)s"
 
@@ -61,6 +64,7 @@ class PhaseLog:
     facts: int = 0
     late_ms: list[float] = field(default_factory=list)
     lock_samples: int = 0
+    consolidation_samples: int = 0  # samples in which a run's statement blocked another backend
     samples: int = 0
     waits: dict[str, int] = field(default_factory=dict)  # "waiting <- blocking" -> samples
     runs: list[tuple[float, float]] = field(default_factory=list)  # (start, end), perf_counter seconds
@@ -77,26 +81,25 @@ async def run(facts: int, seconds: float, writers: int, *, vector_cache: Path | 
         org = await tier_bench.load_org(stack.database_url, scope, facts, embedder, show, cache)
         first = await call("consolidation", "consolidate", {"scope": scope})
         async with await psycopg.AsyncConnection.connect(stack.database_url, autocommit=True) as conn:
-            postgres = await tier_bench.postmaster(conn)
             source = synthetic.FactSource(seed=11)
             # The history's names resolve by exact match; only names it lacks are declared new.
             source.known.update(r[0] for r in await (await conn.execute(NAMES, {"scope": scope})).fetchall())
             phases = []
             for name in PHASES:
-                phases.append(await _phase(call, conn, postgres, scope, source, name, seconds, writers))
+                phases.append(await _phase(call, conn, scope, source, name, seconds, writers))
                 if show:
                     print(render_phase(phases[-1]), flush=True)
     return {"facts": facts, "seconds": seconds, "writers": writers, "load": org["load"],
             "first_run": first["runs"][0]["counts"], "phases": phases, "summary": _summary(phases)}
 
 
-async def _phase(call: Any, conn: psycopg.AsyncConnection, postgres: psutil.Process, scope: str,
+async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
                  source: synthetic.FactSource, name: str, seconds: float, writers: int) -> dict[str, Any]:
     log = PhaseLog()
     loop = asyncio.get_running_loop()
     stop = loop.time() + seconds
     done = asyncio.Event()
-    cpu, pg_cpu, started = time.process_time(), tier_bench.tree_cpu(postgres), time.perf_counter()
+    cpu, started = time.process_time(), time.perf_counter()
 
     async def writer(n: int) -> None:
         while loop.time() < stop:
@@ -126,6 +129,8 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, postgres: psutil.Proc
             log.samples += 1
             if rows:
                 log.lock_samples += 1
+            if any(marker in text for _, blocking in rows for text in blocking for marker in RUN_MARKERS):
+                log.consolidation_samples += 1
             for waiting, blocking in rows:
                 key = f"{waiting} <- {' | '.join(blocking)}"
                 log.waits[key] = log.waits.get(key, 0) + 1
@@ -145,9 +150,9 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, postgres: psutil.Proc
                                                                 "max": round(max(log.write_ms, default=0.0), 2)},
         "loop_late_ms": {"p99": round(percentile(log.late_ms, 99), 1), "max": round(max(log.late_ms, default=0.0), 1)},
         "lock_wait_samples": log.lock_samples, "lock_samples": log.samples,
+        "samples_blocked_by_a_run": log.consolidation_samples,
         "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
         "runs": _runs(log.runs), "process_cpu_s": round(time.process_time() - cpu, 1),
-        "postgres_cpu_s": round(tier_bench.tree_cpu(postgres) - pg_cpu, 1),
     }
 
 
@@ -171,6 +176,7 @@ def _summary(phases: list[dict[str, Any]]) -> dict[str, Any]:
                              "runs": max(p["loop_late_ms"]["max"] for p in phases if p["phase"] == "runs")},
         "lock_wait_samples": {"alone": sum(p["lock_wait_samples"] for p in phases if p["phase"] == "alone"),
                               "runs": sum(p["lock_wait_samples"] for p in phases if p["phase"] == "runs")},
+        "samples_blocked_by_a_run": sum(p["samples_blocked_by_a_run"] for p in phases),
     }
 
 
@@ -178,8 +184,8 @@ def render_phase(phase: dict[str, Any]) -> str:
     w, late, r = phase["write_ms"], phase["loop_late_ms"], phase["runs"]
     line = (f"{phase['phase']:<5} {phase['wall_s']} s: {phase['writes']} writes, {phase['facts_per_s']} facts/s, "
             f"write p50 {w['p50']} p95 {w['p95']} max {w['max']} ms; loop late p99 {late['p99']} max {late['max']} ms; "
-            f"lock waits in {phase['lock_wait_samples']} of {phase['lock_samples']} samples; CPU "
-            f"{phase['process_cpu_s']} s services+writers, {phase['postgres_cpu_s']} s Postgres")
+            f"lock waits in {phase['lock_wait_samples']} of {phase['lock_samples']} samples "
+            f"({phase['samples_blocked_by_a_run']} blocked by a run); CPU {phase['process_cpu_s']} s of this process")
     if r["n"]:
         line += f"; {r['n']} runs, wall p50 {r['wall_s_p50']} s max {r['wall_s_max']} s, lag bound {r['lag_bound_s']} s"
     return line
