@@ -191,6 +191,7 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     assert report["history"] == "org" and report["gold_facts"] == 8
     [row] = report["rows"]
     assert 0 < row["brief_ms"]["p50"] <= row["brief_ms"]["p95"] and row["brief_ms"]["n"] == 30
+    assert 0 < row["brief_project_ms"]["p50"] <= row["brief_project_ms"]["p95"]
     assert row["distractors"] == 150 and row["org"]["superseded"] > 0 and row["org"]["read_results"] > 0
     assert set(row["arms"]) == {"flat", "all", "hot"}
     assert all(0.0 <= arm["quality"]["hit10"] <= 1.0 for arm in row["arms"].values())

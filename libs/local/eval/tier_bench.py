@@ -215,7 +215,8 @@ async def load_org(database_url: str, scope: str, size: int, embedder: MiniLM, s
             await conn.execute(f"VACUUM ANALYZE {table}")  # as autovacuum would shortly after a bulk load
     _phase(show, size, f"loaded: {time.perf_counter() - started:.0f} s wall, {time.process_time() - cpu:.0f} s CPU "
                        f"of this process, vectors {'cached' if cached else 'computed'}")
-    return {"look_alikes": org.look_alikes, "load": {
+    busiest = Counter(f.project for f in org.facts).most_common(1)[0][0] if org.facts else None
+    return {"look_alikes": org.look_alikes, "project": busiest, "load": {
         "wall_s": round(time.perf_counter() - started, 1), "process_cpu_s": round(time.process_time() - cpu, 1),
         "vectors": "cached" if cached else "computed", "superseded": len(org.successors()), "read_results": results,
         "agents": len({f.agent for f in org.facts}), "projects": len({f.project for f in org.facts})}}
@@ -249,26 +250,27 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         # Asked twice before anything moves: a difference here is the search's own, not consolidation's.
         repeatable = past == (await _as_of_answers(call, scope, data, instant))[0]
         flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
-        postgres = await postmaster(conn)
-        pg_cpu = tree_cpu(postgres)
+        postgres = await _postmaster(conn)
+        pg_cpu = _tree_cpu(postgres)
         every = await _arm(call, scope, data, by_id, "all")
-        pg_all_ms = (tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
+        pg_all_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
         # The benchmark's own queries are in the read log too; dated a year back, they are not the
         # activity that keeps a fact hot, so the gold facts stay never read as far as the policy sees.
         await conn.execute(BACKDATE_OWN_READS)
-        cpu, started, pg_cpu = time.process_time(), time.perf_counter(), tree_cpu(postgres)
+        cpu, started, pg_cpu = time.process_time(), time.perf_counter(), _tree_cpu(postgres)
         _phase(show, distractors, "searched before the run (as_of, flat, default)")
         result = await call("consolidation", "consolidate", {"scope": scope})
         cost = {"wall_s": round(time.perf_counter() - started, 2), "process_cpu_s": round(time.process_time() - cpu, 2),
-                "postgres_cpu_s": round(tree_cpu(postgres) - pg_cpu, 2), "counts": result["runs"][0]["counts"]}
+                "postgres_cpu_s": round(_tree_cpu(postgres) - pg_cpu, 2), "counts": result["runs"][0]["counts"]}
         cost["vacuum_after"] = await _vacuum_after_run(conn, postgres)
         _phase(show, distractors, f"consolidated: {cost['wall_s']} s wall, {cost['process_cpu_s']} s CPU of this "
                                   f"process, {cost['postgres_cpu_s']} s of Postgres")
         run_id = result["runs"][0]["run_id"]
-        pg_cpu = tree_cpu(postgres)
+        pg_cpu = _tree_cpu(postgres)
         hot = await _arm(call, scope, data, by_id, "hot")
-        pg_hot_ms = (tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
+        pg_hot_ms = (_tree_cpu(postgres) - pg_cpu) * 1000 / len(data.queries)
         brief = await _brief_latency(call, scope)
+        brief_project = await _brief_latency(call, scope, org["project"]) if org and org["project"] else None
         content_after = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
         tiers: dict[str, str] = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
         reach = await _digest_reach(conn, scope_id, data, by_id, embedder)
@@ -284,6 +286,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         gold_tiers[tier] = gold_tiers.get(tier, 0) + 1
     row = {
         "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers, "brief_ms": brief,
+        **({"brief_project_ms": brief_project} if brief_project else {}),
         "as_of_ms": latency_stats(as_of_ms),
         **({"org": org["load"], "probes": probes} if org is not None else {}),
         "arms": {"flat": _scores([(ids, [], 0.0, 0, 0.0) for ids in flat], data),
@@ -328,7 +331,7 @@ async def _probes(conn: psycopg.AsyncConnection, scope_id: Any, look_alikes: lis
             "entity_digests_naming_look_alikes_side_by_side": side_by_side}
 
 
-async def postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
+async def _postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
     """The postmaster serving `conn` (the parent of its backend)."""
     backend = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]  # type: ignore[index]
     parent = psutil.Process(backend).parent()
@@ -348,13 +351,13 @@ async def _vacuum_after_run(conn: psycopg.AsyncConnection, postgres: psutil.Proc
     Done before the hot arm and the brief are measured, so they are not timed beside it: measured
     while autovacuum worked off a 100k run, the brief took 12.6 ms at p50 against 6-8 ms after.
     """
-    started, pg_cpu = time.perf_counter(), tree_cpu(postgres)
+    started, pg_cpu = time.perf_counter(), _tree_cpu(postgres)
     for table in RUN_TABLES:
         await conn.execute(f"VACUUM ANALYZE {table}")
-    return {"wall_s": round(time.perf_counter() - started, 2), "postgres_cpu_s": round(tree_cpu(postgres) - pg_cpu, 2)}
+    return {"wall_s": round(time.perf_counter() - started, 2), "postgres_cpu_s": round(_tree_cpu(postgres) - pg_cpu, 2)}
 
 
-def tree_cpu(root: psutil.Process) -> float:
+def _tree_cpu(root: psutil.Process) -> float:
     """CPU seconds of `root` and every process under it now (Postgres and its backends)."""
     return cpu_seconds([root, *root.children(recursive=True)])
 
@@ -382,12 +385,13 @@ async def _arm(call: Any, scope: str, data: agent_facts.AgentFacts, by_id: dict[
     return out
 
 
-async def _brief_latency(call: Any, scope: str) -> dict[str, float]:
-    """The session brief of the consolidated scope, over the bus: p50/p95 of BRIEFS calls after a warm-up."""
+async def _brief_latency(call: Any, scope: str, project: str | None = None) -> dict[str, float]:
+    """The session brief of the consolidated scope (for `project`, its busiest in an org history, as
+    a session-start hook asks), over the bus: p50/p95 of BRIEFS calls after a warm-up."""
     times = []
     for attempt in range(BRIEFS + 3):
         started = time.perf_counter()
-        result = await call("consolidation", "brief", {"scope": scope})
+        result = await call("consolidation", "brief", {"scope": scope, **({"project": project} if project else {})})
         if attempt >= 3:
             times.append((time.perf_counter() - started) * 1000)
         if not result["items"]:
@@ -460,7 +464,9 @@ def render_row(row: dict[str, Any]) -> str:
              f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process, "
              f"{row['consolidation']['postgres_cpu_s']} s of Postgres, then VACUUM ANALYZE "
              f"{row['consolidation']['vacuum_after']['wall_s']} s wall; "
-             f"brief over the bus p50 {row['brief_ms']['p50']} ms, p95 {row['brief_ms']['p95']} ms; "
+             f"brief over the bus p50 {row['brief_ms']['p50']} ms, p95 {row['brief_ms']['p95']} ms"
+             + (f" (for its busiest project p50 {row['brief_project_ms']['p50']} ms, p95 "
+                f"{row['brief_project_ms']['p95']} ms)" if "brief_project_ms" in row else "") + "; "
              f"as_of (exact) p50 {row['as_of_ms']['p50']} ms, p95 {row['as_of_ms']['p95']} ms"]
     for arm, figures in row["arms"].items():
         q = figures["quality"]
