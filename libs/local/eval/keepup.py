@@ -64,7 +64,7 @@ class PhaseLog:
     facts: int = 0
     late_ms: list[float] = field(default_factory=list)
     lock_samples: int = 0
-    consolidation_samples: int = 0  # samples in which a run's statement blocked another backend
+    blocked_by_a_run: int = 0  # samples in which a run's statement blocked another backend
     samples: int = 0
     waits: dict[str, int] = field(default_factory=dict)  # "waiting <- blocking" -> samples
     runs: list[tuple[float, float]] = field(default_factory=list)  # (start, end), perf_counter seconds
@@ -130,7 +130,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
             if rows:
                 log.lock_samples += 1
             if any(marker in text for _, blocking in rows for text in blocking for marker in RUN_MARKERS):
-                log.consolidation_samples += 1
+                log.blocked_by_a_run += 1
             for waiting, blocking in rows:
                 key = f"{waiting} <- {' | '.join(blocking)}"
                 log.waits[key] = log.waits.get(key, 0) + 1
@@ -150,7 +150,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
                                                                 "max": round(max(log.write_ms, default=0.0), 2)},
         "loop_late_ms": {"p99": round(percentile(log.late_ms, 99), 1), "max": round(max(log.late_ms, default=0.0), 1)},
         "lock_wait_samples": log.lock_samples, "lock_samples": log.samples,
-        "samples_blocked_by_a_run": log.consolidation_samples,
+        "samples_blocked_by_a_run": log.blocked_by_a_run,
         "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
         "runs": _runs(log.runs), "process_cpu_s": round(time.process_time() - cpu, 1),
     }
