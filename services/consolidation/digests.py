@@ -13,6 +13,7 @@ import hashlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,11 @@ class MemberFact:
     session: str | None
     supersedes: str | None
     embedding: np.ndarray
+
+    @cached_property
+    def unit(self) -> np.ndarray:
+        """The stored vector at unit length, computed once for the topics, areas and summaries."""
+        return _unit(self.embedding)
 
 
 @dataclass(frozen=True)
@@ -133,7 +139,7 @@ def topic_drafts(facts: list[MemberFact], names: dict[str, Entity], policy: Cons
     current fact is reachable through at least one digest; in the order the topics were opened."""
     ordered = sorted(facts, key=lambda m: (m.written_at, m.id))
     words = _name_words(names)
-    placeable = [topics.Placeable(m.id, _keys([m]), _unit(m.embedding), _name_pairs([m], words)) for m in ordered]
+    placeable = [topics.Placeable(m.id, _keys([m]), m.unit, _name_pairs([m], words)) for m in ordered]
     drafts = []
     for group in topics.place(placeable, policy.topic_threshold, policy.topic_cap):
         members = [ordered[i] for i in group]
@@ -181,7 +187,7 @@ def _name_pairs(members: list[MemberFact], words: dict[str, tuple[str, ...]]) ->
 
 
 def _summary(members: list[MemberFact], names: dict[str, Entity], sentences: int, heading: str) -> str:
-    vectors = np.stack([_unit(m.embedding) for m in members]).astype(np.float64)
+    vectors = np.stack([m.unit for m in members]).astype(np.float64)
     entity_names = [names[e].name for m in members for e in (m.source, m.target) if e in names]
     return topics.summary([m.text for m in members], vectors, entity_names,
                           _day(min(m.written_at for m in members)), _day(max(m.written_at for m in members)),

@@ -113,16 +113,15 @@ def place(facts: list[Placeable], threshold: float, cap: int) -> list[list[int]]
     topics: list[Topic] = []
     opened_by: dict[str, list[int]] = defaultdict(list)
     for index, fact in enumerate(facts):
-        candidates = sorted({t for key in fact.keys for t in opened_by[key][-RECENT_TOPICS_PER_KEY:]})
-        best, best_cos = -1, threshold
-        for t in candidates:
-            topic = topics[t]
-            if len(topic.members) >= cap:
-                continue
-            cos = float(topic.centre() @ fact.vector)
-            # The look-alike check last: only a topic that would win on closeness needs it.
-            if cos >= best_cos and (best < 0 or cos > best_cos) and topic.admits(fact):
-                best, best_cos = t, cos
+        near = []
+        for t in {t for key in fact.keys for t in opened_by[key][-RECENT_TOPICS_PER_KEY:]}:
+            if len(topics[t].members) < cap:
+                cos = float(topics[t].centre() @ fact.vector)
+                if cos >= threshold:
+                    near.append((-cos, t))
+        # Nearest first (ties: the earliest opened); the look-alike check, the costly part, runs
+        # only until one admits the fact.
+        best = next((t for _, t in sorted(near) if topics[t].admits(fact)), -1)
         if best < 0:
             topics.append(Topic())
             best = len(topics) - 1
