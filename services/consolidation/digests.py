@@ -24,7 +24,7 @@ from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.server.embed import count_tokens
 from echo_memory.services.consolidation import queries as q
 from echo_memory.services.consolidation import topics
-from echo_memory.services.consolidation.loop import fetch_all
+from echo_memory.services.consolidation.loop import execute_in_slices, fetch_all
 
 
 @dataclass(frozen=True)
@@ -300,9 +300,8 @@ async def store_digests(conn: psycopg.AsyncConnection, scope_id: str, run_id: st
         })
     gone = [{"id": row["id"], "scope_id": scope_id, "run_id": run_id}
             for subject, row in current.items() if subject not in wanted]
-    # One pipelined batch per statement, not a round trip per digest (tens of thousands at 1M facts).
+    # Pipelined, not a round trip per digest (tens of thousands at 1M facts), in slices (loop.py).
     async with conn.cursor() as cur:
         for sql, batch in ((q.END_DIGEST, ending + gone), (q.INSERT_DIGEST, starting)):
-            if batch:
-                await cur.executemany(sql, batch)
+            await execute_in_slices(cur, sql, batch)
     return DigestCounts(len(starting), len(gone), unchanged)

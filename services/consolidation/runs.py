@@ -12,6 +12,7 @@ import asyncio
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import psycopg
 from prometheus_client import Counter
@@ -74,16 +75,16 @@ async def scope_name(conn: psycopg.AsyncConnection, scope_id: str) -> str | None
 
 
 async def _activity(conn: psycopg.AsyncConnection, scope: ScopeRef, now: datetime,
-                    policy: ConsolidationSettings) -> list[FactActivity]:
+                    policy: ConsolidationSettings) -> list[dict[str, Any]]:
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(q.FACT_ACTIVITY, {"scope_id": scope.id, "hot_since": now - timedelta(days=policy.hot_days)})
-        rows = await fetch_all(cur)
-    return [FactActivity(r["id"], r["tier"], r["written_at"], r["t_invalid"], r["last_read"], r["last_saved"],
-                         bool(r["entity_read"])) for r in rows]
+        return await fetch_all(cur)
 
 
-def _plan(facts: list[FactActivity], now: datetime, policy: ConsolidationSettings,
+def _plan(rows: list[dict[str, Any]], now: datetime, policy: ConsolidationSettings,
           first_seen_after: datetime | None) -> tuple[list[Placement], TierCounts]:
+    facts = [FactActivity(r["id"], r["tier"], r["written_at"], r["t_invalid"], r["last_read"], r["last_saved"],
+                          bool(r["entity_read"])) for r in rows]
     placements = place_all(facts, now, policy)
     return placements, _counts(placements, first_seen_after)
 
