@@ -63,7 +63,7 @@ class PhaseLog:
     write_ms: list[float] = field(default_factory=list)
     facts: int = 0
     late_ms: list[float] = field(default_factory=list)
-    lock_samples: int = 0
+    wait_samples: int = 0  # samples in which some backend waited on a lock
     blocked_by_a_run: int = 0  # samples in which a run's statement blocked another backend
     samples: int = 0
     waits: dict[str, int] = field(default_factory=dict)  # "waiting <- blocking" -> samples
@@ -128,7 +128,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
             rows = await (await conn.execute(LOCK_WAITS)).fetchall()
             log.samples += 1
             if rows:
-                log.lock_samples += 1
+                log.wait_samples += 1
             if any(marker in text for _, blocking in rows for text in blocking for marker in RUN_MARKERS):
                 log.blocked_by_a_run += 1
             for waiting, blocking in rows:
@@ -149,7 +149,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         "facts_per_s": round(log.facts / wall, 1), "write_ms": {**latency_stats(log.write_ms),
                                                                 "max": round(max(log.write_ms, default=0.0), 2)},
         "loop_late_ms": {"p99": round(percentile(log.late_ms, 99), 1), "max": round(max(log.late_ms, default=0.0), 1)},
-        "lock_wait_samples": log.lock_samples, "lock_samples": log.samples,
+        "lock_wait_samples": log.wait_samples, "lock_samples": log.samples,
         "samples_blocked_by_a_run": log.blocked_by_a_run,
         "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
         "runs": _runs(log.runs), "process_cpu_s": round(time.process_time() - cpu, 1),
@@ -172,10 +172,10 @@ def _summary(phases: list[dict[str, Any]]) -> dict[str, Any]:
                               for a, b in pairs],
         "write_p95_ratio": [round(b["write_ms"]["p95"] / a["write_ms"]["p95"], 2) if a["write_ms"]["p95"] else None
                             for a, b in pairs],
-        "loop_late_max_ms": {"alone": max(p["loop_late_ms"]["max"] for p in phases if p["phase"] == "alone"),
-                             "runs": max(p["loop_late_ms"]["max"] for p in phases if p["phase"] == "runs")},
-        "lock_wait_samples": {"alone": sum(p["lock_wait_samples"] for p in phases if p["phase"] == "alone"),
-                              "runs": sum(p["lock_wait_samples"] for p in phases if p["phase"] == "runs")},
+        "loop_late_max_ms": {kind: max(p["loop_late_ms"]["max"] for p in phases if p["phase"] == kind)
+                             for kind in ("alone", "runs")},
+        "lock_wait_samples": {kind: sum(p["lock_wait_samples"] for p in phases if p["phase"] == kind)
+                              for kind in ("alone", "runs")},
         "samples_blocked_by_a_run": sum(p["samples_blocked_by_a_run"] for p in phases),
     }
 
