@@ -59,6 +59,9 @@ class OneConnection(OrgDatabases):
     async def reader(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
         yield self.conn  # sees the test's uncommitted rows, which a second connection could not
 
+    async def url(self, org: str) -> str | None:
+        return None  # another process's connection would not see the test's uncommitted rows
+
     async def close(self) -> None:
         return None
 

@@ -27,6 +27,7 @@ from echo_memory.libs.core.contracts.consolidation import (
     ConsolidateUndoResult,
     DigestAbstractsInput,
     DigestAbstractsResult,
+    ScopeRun,
     WriteAbstractInput,
     WriteAbstractResult,
 )
@@ -42,23 +43,26 @@ from echo_memory.libs.core.contracts.verbs import (
     WRITE_ABSTRACT,
 )
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
-from echo_memory.libs.server.service.routes import Route, Routes
+from echo_memory.libs.server.service.routes import Handler, Route, Routes
 from echo_memory.services.consolidation import abstracts, brief, runs
 from echo_memory.services.consolidation.scheduler import Scheduler
+from echo_memory.services.consolidation.worker import RunJob, RunProcess
 
 ACTION = "run, list or undo consolidation"
 REFUSALS = ("invalid_argument", "not_found", "scope_denied", "unauthenticated")
 
 
 def routes(ctx: ServiceContext) -> Routes:
+    process = RunProcess(ctx.databases)
+    ctx.on_stop = process.close
     if ctx.settings.consolidation.auto:
-        scheduler = Scheduler(ctx)
+        scheduler = Scheduler(ctx, process)
         ctx.on_start = scheduler.run
         ctx.extra["scheduler"] = scheduler
     for outcome in runs.OUTCOMES:  # present from the start: a dashboard reads 0 rather than nothing
         ctx.metrics.consolidation.labels(outcome)
     return [
-        Route(CONSOLIDATE, handle_consolidate, observe=_count_run(ctx)),
+        Route(CONSOLIDATE, consolidate_in(process), observe=_count_run(ctx)),
         Route(CONSOLIDATE_LOG, handle_log),
         Route(CONSOLIDATE_UNDO, handle_undo),
         Route(BRIEF, handle_brief),
@@ -68,17 +72,33 @@ def routes(ctx: ServiceContext) -> Routes:
     ]
 
 
-async def handle_consolidate(rc: RequestContext, args: ConsolidateInput) -> ConsolidateResult:
-    """Place every fact of the scope (or of every scope) in its tier and rebuild its digests.
+def consolidate_in(process: RunProcess) -> Handler[ConsolidateInput, ConsolidateResult]:
+    """The `consolidate` handler, its runs done in `process`."""
 
-    A dry run computes the same counts and writes nothing. NotFound for an unknown scope;
-    ScopeDenied unless the caller is the admin identity.
-    """
-    require_admin(rc.caller, ACTION)
-    policy = rc.settings.consolidation
-    scopes = await runs.scopes_to_run(rc.conn, args.scope)
-    return ConsolidateResult(dry_run=args.dry_run,
-                             runs=[await runs.run_scope(rc.conn, rc.caller, s, policy, args.dry_run) for s in scopes])
+    async def handle_consolidate(rc: RequestContext, args: ConsolidateInput) -> ConsolidateResult:
+        """Place every fact of the scope (or of every scope) in its tier and rebuild its digests,
+        one transaction per scope, in the service's run process.
+
+        A dry run computes the same counts and writes nothing. NotFound for an unknown scope;
+        ScopeDenied unless the caller is the admin identity; Unavailable when the run process died.
+        """
+        require_admin(rc.caller, ACTION)
+        done: list[ScopeRun] = []
+        for scope in await runs.scopes_to_run(rc.conn, args.scope):
+            job = RunJob(caller=rc.caller, scope_id=scope.id, scope_name=scope.name,
+                         policy=rc.settings.consolidation, dry_run=args.dry_run)
+            try:
+                outcome = await process.run(rc.org, job)
+            except EchoError as exc:
+                if done:  # committed runs stay: say which, so the caller knows what the error left
+                    exc.message = (f"{exc.message} (while running scope {scope.name}; the runs of "
+                                   f"{', '.join(r.scope for r in done)} were committed: see `consolidate log`)")
+                raise
+            if outcome.run is not None:
+                done.append(outcome.run)
+        return ConsolidateResult(dry_run=args.dry_run, runs=done)
+
+    return handle_consolidate
 
 
 async def handle_log(rc: RequestContext, args: ConsolidateLogInput) -> ConsolidateLogResult:

@@ -9,7 +9,7 @@ seen runs every `sweep_minutes`. Never on the write path: a write only adds an o
 Replicas cooperate through a lease: each run takes a transaction-scoped advisory lock of its own
 (not the scope's write lock, so no write waits) with `pg_try_advisory_xact_lock`; a replica that
 finds it taken skips the scope, counted as `skipped`. Runs are idempotent, so a scope run twice in
-a row changes nothing the second time.
+a row changes nothing the second time. Runs go to the service's run process (worker.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from echo_memory.libs.server.bus.events import consume_events
 from echo_memory.libs.server.service.context import ServiceContext
 from echo_memory.libs.server.service.errors import as_echo_error
 from echo_memory.services.consolidation import runs
+from echo_memory.services.consolidation.worker import RunJob, RunProcess
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,6 @@ RECORD_FAILURE = """
 INSERT INTO consolidation_failures (scope_id, actor, code, message)
 VALUES (%(scope_id)s, %(actor)s, %(code)s, %(message)s)
 """
-TRY_LEASE = "SELECT pg_try_advisory_xact_lock(hashtextextended('consolidation:' || %(scope_id)s, 0))"
 
 
 @dataclass
@@ -50,6 +50,7 @@ class Dirty:
 @dataclass
 class Scheduler:
     ctx: ServiceContext
+    process: RunProcess
     dirty: dict[tuple[str, str], Dirty] = field(default_factory=dict)  # (org, scope id) -> when events came
     orgs: set[str] = field(default_factory=set)
     last_sweep: float = field(default_factory=time.monotonic)
@@ -111,21 +112,16 @@ class Scheduler:
         metrics = self.ctx.metrics.consolidation
         caller = Caller(org=org, agent_id=AGENT, read_scopes=["*"], write_scopes=[])
         try:
-            async with self.ctx.databases.transaction(org) as conn:
-                leased = (await (await conn.execute(TRY_LEASE, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
-                if not leased:
-                    metrics.labels("skipped").inc()
-                    return
-                name = await runs.scope_name(conn, scope_id)
-                if name is None:  # erased or deleted since the event
-                    return
-                result = await runs.run_scope(conn, caller, runs.ScopeRef(scope_id, name),
-                                              self.ctx.settings.consolidation, dry_run=False)
+            job = RunJob(caller=caller, scope_id=scope_id, policy=self.ctx.settings.consolidation, lease=True)
+            outcome = await self.process.run(org, job)
         except Exception as exc:  # noqa: BLE001 - one scope's failure must not stop the others; logged typed
             await self.failed(org, scope_id, exc)
             return
-        self.runs_done += 1
-        runs.count_run(metrics, result.counts)
+        if outcome.leased_elsewhere:
+            metrics.labels("skipped").inc()
+        if outcome.run is not None:  # None: leased elsewhere, or erased or deleted since the event
+            self.runs_done += 1
+            runs.count_run(metrics, outcome.run.counts)
 
     async def failed(self, org: str, scope_id: str | None, exc: Exception) -> None:
         """Log, count and record a failed run (or sweep, `scope_id` None) so `health` sees it.

@@ -10,7 +10,8 @@ import psycopg
 from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing import EchoStack
-from echo_memory.services.consolidation.scheduler import TRY_LEASE, Scheduler
+from echo_memory.services.consolidation.scheduler import Scheduler
+from echo_memory.services.consolidation.worker import TRY_LEASE
 
 EPISODE = {
     "session_id": "s-auto",

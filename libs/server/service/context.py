@@ -27,7 +27,8 @@ class ServiceContext:
     """Built once per process and handed to the service's `routes(ctx)`.
 
     `on_start`, when a service sets it, runs as the process's background task once subscribed
-    (the writes service's outbox relay); it is cancelled at stop.
+    (the writes service's outbox relay); it is cancelled at stop. `on_stop` runs at stop, once no
+    request comes in and before the pools close (the consolidation service ends its run process).
     """
 
     name: str
@@ -37,6 +38,7 @@ class ServiceContext:
     embedder: MiniLM | None = None
     lazy_model: bool = False  # load the model at the first request that needs it
     on_start: Callable[[], Awaitable[None]] | None = None
+    on_stop: Callable[[], Awaitable[None]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # objects a service keeps by name (its outbox relay)
     _loading: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     metrics: ServiceMetrics = field(init=False)

@@ -51,6 +51,8 @@ class RunningService:
         if self.background:
             self.background.cancel()
         await self.ctx.broker.stop()
+        if self.ctx.on_stop is not None:
+            await self.ctx.on_stop()
         await self.ctx.databases.close()
         await self.nc.close()
 

@@ -58,7 +58,14 @@ class OrgDatabases:
             async with pool.connection() as conn:
                 check_version(await read_version_async(conn))
             self._pools[org] = pool
+            self._urls[org] = url
             return pool
+
+    async def url(self, org: str) -> str | None:
+        """The URL of the org's database, as its pool connects, for a process of a service's own;
+        None when another connection would not see what this one's transactions write."""
+        await self.pool(org)
+        return self._urls[org]
 
     @asynccontextmanager
     async def transaction(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
