@@ -12,8 +12,9 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
   blocking statements were, and in how many a run's statement was the blocker;
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
-- CPU seconds of this process (the services and the writers). Not Postgres': autovacuum workers
-  come and go with the writes, and a process that ended takes its CPU counters with it.
+- CPU seconds of this process (the services and the writers) and of the consolidation service's
+  run process (its child, where runs do their work). Not Postgres': autovacuum workers come and go
+  with the writes, and a process that ended takes its CPU counters with it.
 Figures only: nothing here is asserted.
 """
 
@@ -25,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 
 from echo_memory.libs.local.eval import synthetic, tier_bench
+from echo_memory.libs.local.eval.concurrency import cpu_seconds
 from echo_memory.libs.local.eval.metrics import latency_stats, percentile
 from echo_memory.libs.local.eval.runner import new_scope
 from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
@@ -99,7 +102,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
     loop = asyncio.get_running_loop()
     stop = loop.time() + seconds
     done = asyncio.Event()
-    cpu, started = time.process_time(), time.perf_counter()
+    cpu, run_cpu, started = time.process_time(), _run_process_cpu(), time.perf_counter()
 
     async def writer(n: int) -> None:
         while loop.time() < stop:
@@ -153,7 +156,20 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         "samples_blocked_by_a_run": log.blocked_by_a_run,
         "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
         "runs": _runs(log.runs), "process_cpu_s": round(time.process_time() - cpu, 1),
+        "run_process_cpu_s": round(_run_process_cpu() - run_cpu, 1),
     }
+
+
+def _run_process_cpu() -> float:
+    """CPU seconds the consolidation service's run process (this process's spawned child) has used."""
+    return cpu_seconds(p for p in psutil.Process().children() if _spawned(p))
+
+
+def _spawned(proc: psutil.Process) -> bool:
+    try:
+        return "spawn_main" in " ".join(proc.cmdline())
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _runs(spans: list[tuple[float, float]]) -> dict[str, Any]:
@@ -185,7 +201,8 @@ def render_phase(phase: dict[str, Any]) -> str:
     line = (f"{phase['phase']:<5} {phase['wall_s']} s: {phase['writes']} writes, {phase['facts_per_s']} facts/s, "
             f"write p50 {w['p50']} p95 {w['p95']} max {w['max']} ms; loop late p99 {late['p99']} max {late['max']} ms; "
             f"lock waits in {phase['lock_wait_samples']} of {phase['lock_samples']} samples "
-            f"({phase['samples_blocked_by_a_run']} blocked by a run); CPU {phase['process_cpu_s']} s of this process")
+            f"({phase['samples_blocked_by_a_run']} blocked by a run); CPU {phase['process_cpu_s']} s of this process, "
+            f"{phase['run_process_cpu_s']} s of the run process")
     if r["n"]:
         line += f"; {r['n']} runs, wall p50 {r['wall_s_p50']} s max {r['wall_s_max']} s, lag bound {r['lag_bound_s']} s"
     return line
