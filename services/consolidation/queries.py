@@ -174,29 +174,28 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 # topics no area holds (a topic inside an area would repeat it), each kind the most recently active
 # first. A digest is in the project when one of its facts was written in it, named as a path or by its
 # last part (agents record either); the GIN indexes of migration 0019 find those. The rest are read
-# per scope through the brief's order index (migration 0023), the first %(rows)s and no more: a large
-# store holds thousands of digests and a brief of at most 8,000 tokens quotes a few dozen.
+# per scope from the brief's index (migration 0024: it holds every column read here but the
+# abstract's size), the first %(rows)s and no more: a large store holds thousands of digests and a
+# brief quotes a budget's worth.
 # `available` counts every top node without reading them: the current digests less the topics that
 # the current areas hold (a topic is in one area at most). Only the order and each digest's size are
 # read here: the summaries (434 KB for 200 digests of a 100k-fact store) are read for the few that
 # fit the budget, by BRIEF_ITEMS.
-_RANK = "CASE d.kind WHEN 'area' THEN 0 WHEN 'entity' THEN 1 ELSE 2 END"
-_TOP_NODE = """NOT (d.kind = 'topic' AND EXISTS (
+_TOP_NODE = """NOT (d.brief_rank = 2 AND EXISTS (
           SELECT 1 FROM digests a WHERE a.scope_id = d.scope_id AND a.valid_to IS NULL AND a.kind = 'area'
           AND a.parts @> ARRAY[d.subject_id]))"""
 BRIEF_ORDER = f"""
 WITH in_project AS (
     -- Sorted first (OFFSET 0 keeps the check out of the sort's input), so the top-node check probes
     -- only the topics the first rows reach, not every topic of the project; the rows keep that order.
-    SELECT d.id, true AS in_project, d.rank, d.facts, d.last_seen, d.token_count
+    SELECT d.id, true AS in_project, d.brief_rank AS rank, d.member_count AS facts, d.last_seen, d.token_count
     FROM (
-        SELECT d.id, d.scope_id, d.kind, d.subject_id, {_RANK} AS rank, cardinality(d.member_ids) AS facts,
-               d.last_seen, d.token_count
+        SELECT d.id, d.scope_id, d.subject_id, d.brief_rank, d.member_count, d.last_seen, d.token_count
         FROM digests d
         WHERE cardinality(%(projects)s::text[]) > 0
           AND d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
           AND (d.projects && %(projects)s::text[] OR echo_project_tails(d.projects) && %(projects)s::text[])
-        ORDER BY {_RANK}, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+        ORDER BY d.brief_rank, d.last_seen DESC, d.member_count DESC, d.id
         OFFSET 0
     ) AS d
     WHERE {_TOP_NODE}
@@ -204,11 +203,11 @@ WITH in_project AS (
 ), first_rows AS (
     SELECT f.* FROM unnest(%(scope_ids)s::uuid[]) AS sc(id)
     CROSS JOIN LATERAL (
-        SELECT d.id, false AS in_project, {_RANK} AS rank, cardinality(d.member_ids) AS facts, d.last_seen,
+        SELECT d.id, false AS in_project, d.brief_rank AS rank, d.member_count AS facts, d.last_seen,
                d.token_count
         FROM digests d
         WHERE d.scope_id = sc.id AND d.valid_to IS NULL AND {_TOP_NODE}
-        ORDER BY {_RANK}, d.last_seen DESC, cardinality(d.member_ids) DESC, d.id
+        ORDER BY d.brief_rank, d.last_seen DESC, d.member_count DESC, d.id
         LIMIT %(rows)s
     ) AS f
 )
