@@ -2,10 +2,11 @@
 
 On a laptop every service shares one process, and a run's seconds of Python at 100k facts take the
 interpreter's lock from the loop that serves writes and queries even in a worker thread: beside
-back-to-back runs, writes kept 0.11-0.24 of their pace. A run therefore goes to one child process,
-spawned at the first run and kept, one run at a time. The child opens its own connection to the
-org's database, so the run's transaction, lease and statements are its own; what crosses the
-process boundary is a `RunJob` and a `RunOutcome`, both pydantic models.
+back-to-back runs, writes kept 0.11-0.24 of their pace. A run therefore goes to a child process,
+one run at a time, a fresh child for each: a run over 100k facts grows its process to ~0.9 GB, which
+Python would keep between runs. The child opens its own connection to the org's database, so the
+run's transaction, lease and statements are its own; what crosses the process boundary is a
+`RunJob` and a `RunOutcome`, both pydantic models.
 """
 
 from __future__ import annotations
@@ -15,10 +16,8 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing.process import BaseProcess
 
 import psycopg
 from pgvector.psycopg import register_vector_async
@@ -102,7 +101,7 @@ def _exit_with_parent() -> None:
 
 
 class RunProcess:
-    """The service's run process: spawned at the first run, kept, one run at a time.
+    """The service's run processes: one run at a time, each in a child spawned for it.
 
     Where the databases give no URL another process may use (the handler test tier's one
     connection), a run goes in this process, in a transaction of `databases`, as before.
@@ -114,14 +113,14 @@ class RunProcess:
 
     async def run(self, org: str, job: RunJob) -> RunOutcome:
         """The run's outcome; raises its typed error, or Unavailable when the child process died
-        (the next run spawns a new one)."""
+        (the next run starts over with a new one)."""
         url = await self._databases.url(org)
         if url is None:
             async with self._databases.transaction(org) as conn:
                 return await run_on(conn, job)
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_exit_with_parent)
+                                             initializer=_exit_with_parent, max_tasks_per_child=1)
         try:
             outcome = await asyncio.get_running_loop().run_in_executor(self._pool, run_alone, url, job)
         except BrokenProcessPool as exc:
@@ -137,14 +136,9 @@ class RunProcess:
         if self._pool is None:
             return
         pool, self._pool = self._pool, None
-        # Ended, not waited for: a run can take minutes. Python before 3.14 has no public way.
-        children = list(pool._processes.values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for child in children:
+        # A running child is ended, not waited for: a run can take minutes (Python before 3.14 has no
+        # public way). An idle one, or one spawned to replace a child that just finished, exits when
+        # told to, once started.
+        for child in list(pool._processes.values()):
             child.terminate()
-        await asyncio.to_thread(_join, children)
-
-
-def _join(children: Sequence[BaseProcess]) -> None:
-    for child in children:
-        child.join(PARENT_CHECK_SECONDS * 5)
+        await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)

@@ -13,7 +13,7 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
 - CPU seconds of this process (the services and the writers) and of the consolidation service's
-  run process (its child, where runs do their work). Not Postgres': autovacuum workers come and go
+  run processes (its children, one per run, where runs do their work). Not Postgres': autovacuum workers come and go
   with the writes, and a process that ended takes its CPU counters with it.
 Figures only: nothing here is asserted.
 """
@@ -21,6 +21,7 @@ Figures only: nothing here is asserted.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,8 +162,11 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
 
 
 def _run_process_cpu() -> float:
-    """CPU seconds the consolidation service's run process (this process's spawned child) has used."""
-    return cpu_seconds(p for p in psutil.Process().children() if _spawned(p))
+    """CPU seconds the consolidation service's run processes (this process's spawned children, one per
+    run) have used: those that ended and were reaped, and those alive now."""
+    ended = os.times()
+    return ended.children_user + ended.children_system + cpu_seconds(
+        p for p in psutil.Process().children() if _spawned(p))
 
 
 def _spawned(proc: psutil.Process) -> bool:
