@@ -13,8 +13,8 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
 - CPU seconds of this process (the services and the writers) and of the consolidation service's
-  run processes (its children, one per run, where runs do their work). Not Postgres': autovacuum workers come and go
-  with the writes, and a process that ended takes its CPU counters with it.
+  run processes (its children, one per run, where runs do their work). Not Postgres': autovacuum
+  workers come and go with the writes, and a process that ended takes its CPU counters with it.
 Figures only: nothing here is asserted.
 """
 
