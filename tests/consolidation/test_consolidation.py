@@ -259,7 +259,7 @@ async def test_the_brief_fits_its_budget_is_framed_and_puts_the_project_first(
     assert 1 <= len(tight["items"]) < len(brief["items"]) and tight["tokens"] <= max(50, smallest)
     assert tight["digests_available"] == brief["digests_available"] == len(brief["items"])
     # A large store's brief reads only the first digests in its order, and still counts them all.
-    monkeypatch.setattr(brief_module, "MAX_CANDIDATES", 2)
+    monkeypatch.setattr(brief_module, "CANDIDATE_ROWS", 2)
     capped = await handlers.call(reader, "consolidation", "brief", {"project": "web", "max_tokens": 2000})
     assert capped["items"] == brief["items"][:2] and capped["digests_available"] == brief["digests_available"] > 2
     outsider = Caller(org=handlers.org, agent_id="ops-bot", read_scopes=["team-ops"], write_scopes=[])

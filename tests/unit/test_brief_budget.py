@@ -1,6 +1,6 @@
 """The brief's budget: which digests of its order it quotes, before any summary is read."""
 
-from echo_memory.services.consolidation.brief import MAX_CANDIDATES, SMALLEST_DIGEST_TOKENS, _fit, candidates
+from echo_memory.services.consolidation.brief import _fit
 
 
 def _order(*sizes: int) -> list[dict[str, object]]:
@@ -16,10 +16,3 @@ def test_a_digest_too_large_is_skipped_and_smaller_ones_after_it_still_fit() -> 
     assert _fit(_order(500, 300, 100, 90), 450) == ["d1", "d2"]
     assert _fit(_order(700, 800), 600) == []
     assert _fit([], 600) == []
-
-
-def test_the_digests_read_hold_all_the_budget_could_quote_and_stop_at_the_cap() -> None:
-    for budget in (50, 600, 2000):
-        assert candidates(budget) > budget // SMALLEST_DIGEST_TOKENS
-    assert candidates(600) < candidates(2000) < MAX_CANDIDATES
-    assert candidates(8000) == MAX_CANDIDATES
