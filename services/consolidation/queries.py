@@ -176,7 +176,7 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 # last part (agents record either); the GIN indexes of migration 0019 find those. The rest are read
 # per scope from the brief's index (migration 0024: it holds every column read here but the
 # abstract's size), the first %(rows)s and no more: a large store holds thousands of digests and a
-# brief quotes a budget's worth.
+# brief of at most 8,000 tokens quotes a few dozen.
 # `available` counts every top node without reading them: the current digests less the topics that
 # the current areas hold (a topic is in one area at most). Only the order and each digest's size are
 # read here: the summaries (434 KB for 200 digests of a 100k-fact store) are read for the few that

@@ -4,8 +4,8 @@
 -- `kind` and `member_ids`, so every row it read was fetched from the table, and a project's
 -- digests were sorted with their member arrays detoasted: 6-11 ms a brief at 100k facts. The
 -- order's rank and member count are now stored generated columns, and the index carries what the
--- brief reads and filters on (the subject, its size in tokens, its projects), so a brief reads a
--- budget's worth of index entries, whatever the store's size.
+-- brief reads and filters on (the subject, its size in tokens, its projects), so the brief's
+-- first rows come from index entries alone, whatever the store's size.
 ALTER TABLE digests ADD COLUMN IF NOT EXISTS brief_rank smallint
     GENERATED ALWAYS AS (CASE kind WHEN 'area' THEN 0 WHEN 'entity' THEN 1 ELSE 2 END) STORED;
 ALTER TABLE digests ADD COLUMN IF NOT EXISTS member_count integer
