@@ -109,6 +109,7 @@ async def run_scope(conn: psycopg.AsyncConnection, caller: Caller, scope: ScopeR
     previous = (await (await conn.execute(q.LAST_RUN_STARTED, {"scope_id": scope.id})).fetchone())[0]  # type: ignore[index]
     # Off the event loop (loop.py): placing a million facts is seconds of Python.
     placements, counts = await asyncio.to_thread(_plan, activity, now, policy, previous)
+    del activity  # a row per fact, not needed while the digests are drafted
     moving = [p for p in placements if p.moves]
     sample = [TierMove(fact_id=p.fact.id, from_tier=p.fact.tier, to_tier=p.tier, reason=p.reason)
               for p in moving[:SAMPLE_MOVES]]
