@@ -141,6 +141,31 @@ def cpu_seconds(procs: Iterable[psutil.Process]) -> float:
     return seconds
 
 
+def tree_cpu_seconds(root: psutil.Process) -> float:
+    """CPU seconds of `root`, of every process under it now, and of its children that ended and
+    were reaped (Postgres backends and autovacuum workers that came and went; 0 if `root` is gone)."""
+    try:
+        own = root.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return own.children_user + own.children_system + cpu_seconds([root, *root.children(recursive=True)])
+
+
+def run_process_cpu_seconds() -> float:
+    """CPU seconds of this process's children that multiprocessing spawned (the consolidation
+    service's run processes, one per run) and of its children that ended and were reaped."""
+    ended = os.times()
+    return ended.children_user + ended.children_system + cpu_seconds(
+        p for p in psutil.Process().children() if _spawned(p))
+
+
+def _spawned(proc: psutil.Process) -> bool:
+    try:
+        return "spawn_main" in " ".join(proc.cmdline())
+    except psutil.NoSuchProcess:
+        return False
+
+
 @asynccontextmanager
 async def embedded_system() -> AsyncIterator[tuple[System, AdminCall, str, str]]:
     """`up --detach` in a temporary home; yields the system, an admin bus call, the edge URL and a token."""

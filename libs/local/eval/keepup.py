@@ -21,17 +21,15 @@ Figures only: nothing here is asserted.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
 import psycopg
 
 from echo_memory.libs.local.eval import synthetic, tier_bench
-from echo_memory.libs.local.eval.concurrency import cpu_seconds
+from echo_memory.libs.local.eval.concurrency import run_process_cpu_seconds
 from echo_memory.libs.local.eval.metrics import latency_stats, percentile
 from echo_memory.libs.local.eval.runner import new_scope
 from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
@@ -103,7 +101,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
     loop = asyncio.get_running_loop()
     stop = loop.time() + seconds
     done = asyncio.Event()
-    cpu, run_cpu, started = time.process_time(), _run_process_cpu(), time.perf_counter()
+    cpu, run_cpu, started = time.process_time(), run_process_cpu_seconds(), time.perf_counter()
 
     async def writer(n: int) -> None:
         while loop.time() < stop:
@@ -157,23 +155,8 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         "samples_blocked_by_a_run": log.blocked_by_a_run,
         "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
         "runs": _runs(log.runs), "process_cpu_s": round(time.process_time() - cpu, 1),
-        "run_process_cpu_s": round(_run_process_cpu() - run_cpu, 1),
+        "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 1),
     }
-
-
-def _run_process_cpu() -> float:
-    """CPU seconds the consolidation service's run processes (this process's spawned children, one per
-    run) have used: those that ended and were reaped, and those alive now."""
-    ended = os.times()
-    return ended.children_user + ended.children_system + cpu_seconds(
-        p for p in psutil.Process().children() if _spawned(p))
-
-
-def _spawned(proc: psutil.Process) -> bool:
-    try:
-        return "spawn_main" in " ".join(proc.cmdline())
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _runs(spans: list[tuple[float, float]]) -> dict[str, Any]:
