@@ -4,22 +4,29 @@ Spans are exported over OTLP only when OTEL_EXPORTER_OTLP_ENDPOINT is set; tests
 in-memory exporter instead. FastStream's middleware carries the context in NATS headers.
 
 Each component has its own tracer provider, so its spans carry its own `service.name` even when
-several services share one process; every provider exports through the same processors.
+several services share one process; every provider exports through the same processors. While no
+processor is attached, spans are not recorded at all: building them cost ~0.25 ms of CPU on every
+bus round trip, for nothing (the trace context still travels, so a later exporter sees whole traces
+of new requests).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.trace import Span
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.trace import Link, Span, SpanKind
+from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import Attributes
 
 TRACER_NAME = "echo-memory"
 
@@ -28,6 +35,30 @@ _providers: dict[str, TracerProvider] = {}
 _otlp_added = False
 # The provider of the component whose request is being handled; unset, the process's global one.
 _serving: ContextVar[trace.TracerProvider | None] = ContextVar("echo_tracer_provider", default=None)
+
+
+class WhileExported(Sampler):
+    """`recording`'s decision while some processor takes spans; without one, drop every span."""
+
+    def __init__(self, recording: Sampler) -> None:
+        self._recording = recording
+
+    def should_sample(
+        self, parent_context: Context | None, trace_id: int, name: str, kind: SpanKind | None = None,
+        attributes: Attributes = None, links: Sequence[Link] | None = None, trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        if not _processors:
+            parent = trace.get_current_span(parent_context).get_span_context()
+            return SamplingResult(Decision.DROP, None, parent.trace_state if parent.is_valid else None)
+        return self._recording.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+    def get_description(self) -> str:
+        return f"WhileExported{{{self._recording.get_description()}}}"
+
+
+def _configured_sampler() -> Sampler:
+    """The sampler the SDK would choose (OTEL_TRACES_SAMPLER, else parent-based always-on)."""
+    return TracerProvider(shutdown_on_exit=False).sampler
 
 
 def export_spans_to(processor: SpanProcessor) -> None:
@@ -43,6 +74,7 @@ def tracer_provider(component: str) -> TracerProvider:
         # Only the process's global provider shuts the shared processors down at exit.
         provider = TracerProvider(
             resource=Resource.create({"service.name": f"echo-memory-{component}"}), shutdown_on_exit=False,
+            sampler=WhileExported(_configured_sampler()),
         )
         for processor in _processors:
             provider.add_span_processor(processor)
