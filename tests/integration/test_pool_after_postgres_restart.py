@@ -74,3 +74,25 @@ async def test_a_request_while_postgres_stays_down_is_a_retryable_error_in_bound
             psycopg.connect(own_postgres.url(), connect_timeout=2).close()
     finally:
         await databases.close()
+
+
+async def test_a_connection_whose_backend_was_ended_is_replaced_before_a_request_sees_it(
+    own_postgres: EmbeddedPostgres,
+) -> None:
+    databases = OrgDatabases("local", own_postgres.url())
+    try:
+        await _in_use_together(databases, 2)
+        pool = await databases.pool("local")
+        assert pool.get_stats()["pool_available"] == 2
+        with psycopg.connect(own_postgres.url(), autocommit=True) as admin:
+            ended = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            ).fetchone()
+        assert ended == (2,)
+        for _ in range(4):
+            async with databases.transaction("local") as conn:
+                assert await (await conn.execute("SELECT 1")).fetchone() == (1,)
+        assert pool.get_stats().get("connections_lost", 0) >= 1  # the check found them, not a request
+    finally:
+        await databases.close()
