@@ -101,7 +101,9 @@ def _exit_with_parent() -> None:
 
 
 class RunProcess:
-    """The service's run processes: one run at a time, each in a child spawned for it.
+    """The service's run processes: one run at a time, each in a child spawned for it and ended
+    with it, so no child waits between runs (a waiting one would hold its imports' memory and
+    cost their CPU after every run for nothing).
 
     Where the databases give no URL another process may use (the handler test tier's one
     connection), a run goes in this process, in a transaction of `databases`, as before.
@@ -109,7 +111,9 @@ class RunProcess:
 
     def __init__(self, databases: OrgDatabases) -> None:
         self._databases = databases
-        self._pool: ProcessPoolExecutor | None = None
+        self._one_at_a_time = asyncio.Lock()
+        self._running: ProcessPoolExecutor | None = None
+        self._closed = False
 
     async def run(self, org: str, job: RunJob) -> RunOutcome:
         """The run's outcome; raises its typed error, or Unavailable when the child process died
@@ -118,27 +122,40 @@ class RunProcess:
         if url is None:
             async with self._databases.transaction(org) as conn:
                 return await run_on(conn, job)
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_exit_with_parent, max_tasks_per_child=1)
-        try:
-            outcome = await asyncio.get_running_loop().run_in_executor(self._pool, run_alone, url, job)
-        except BrokenProcessPool as exc:
-            self._pool = None
-            raise Unavailable("the consolidation run's process ended before the run did; nothing it did was "
-                              "committed unless `consolidate log` lists the run") from exc
+        async with self._one_at_a_time:
+            if self._closed:
+                raise Unavailable("the consolidation service is stopping; retry once it is back")
+            child = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_exit_with_parent)
+            self._running = child
+            running = child.submit(run_alone, url, job)
+            try:
+                outcome = await asyncio.wrap_future(running)
+            except BrokenProcessPool as exc:
+                raise Unavailable("the consolidation run's process ended before the run did; nothing it did was "
+                                  "committed unless `consolidate log` lists the run") from exc
+            finally:
+                self._running = None
+                if not running.done():  # the caller gave up waiting (the service stops): end the run too
+                    _terminate(child)
+                await asyncio.to_thread(child.shutdown, wait=True, cancel_futures=True)
         if outcome.error is not None:
             raise from_info(outcome.error)
         return outcome
 
     async def close(self) -> None:
-        """End the child process; a run still going is abandoned (its transaction rolls back)."""
-        if self._pool is None:
-            return
-        pool, self._pool = self._pool, None
-        # A running child is ended, not waited for: a run can take minutes (Python before 3.14 has no
-        # public way). An idle one, or one spawned to replace a child that just finished, exits when
-        # told to, once started.
-        for child in list(pool._processes.values()):
-            child.terminate()
-        await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+        """End the child process and wait until it is gone; a run still going is abandoned (its
+        transaction rolls back), and no run starts after this."""
+        self._closed = True
+        if self._running is not None:
+            _terminate(self._running)
+        async with self._one_at_a_time:  # the run's own clean-up has shut its child down
+            pass
+
+
+def _terminate(child: ProcessPoolExecutor) -> None:
+    # A running child is ended, not waited for: a run can take minutes (Python before 3.14 has no
+    # public way to terminate a pool's workers).
+    for process in list(child._processes.values()):
+        process.terminate()
+
