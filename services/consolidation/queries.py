@@ -92,6 +92,19 @@ SELECT (SELECT count(*) FROM left_hot) + (SELECT count(*) FROM back_hot) + (SELE
 
 APPLY_MOVES = _move_tiers("from_tier", "to_tier")
 
+# The facts written since the scope's last run leave `hot_pending`; those still hot (no fact_tiers
+# row, the moves just made included) get their copy in `hot_facts`, the hot tier's own indexes
+# (migration 0025). A fact committed after this statement's snapshot stays pending for the next run.
+INDEX_PENDING_HOT = """
+WITH taken AS (
+    DELETE FROM hot_pending p WHERE p.scope_id = %(scope_id)s RETURNING p.fact_id
+)
+INSERT INTO hot_facts (fact_id, scope_id, embedding, tsv, tsv_length)
+SELECT f.id, f.scope_id, f.embedding, f.tsv, f.tsv_length FROM taken JOIN facts f ON f.id = taken.fact_id
+WHERE NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)
+ON CONFLICT (fact_id) DO NOTHING
+"""
+
 RUN_LOG = """
 SELECT r.id::text AS run_id, s.name AS scope, r.actor, r.policy_version, r.started_at, r.finished_at,
        r.undone_at, r.counts

@@ -3,7 +3,9 @@
 One transaction per scope. A run never takes the scope's write lock and never writes the facts
 table: a tier move writes the fact's row in fact_tiers, which no write touches, so no write waits
 for a run. It moves a fact only if the fact is still in the tier the run read, so a concurrent
-run's move wins and is counted as skipped here. Rows, vectors, edges and their indexes are only read.
+run's move wins and is counted as skipped here. The hot tier's own indexes (`hot_facts`, migration
+0025) follow the moves by trigger, and the run copies into them the facts written since the last
+run that stay hot. Rows, vectors, edges and the facts table's indexes are only read.
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ async def run_scope(conn: psycopg.AsyncConnection, caller: Caller, scope: ScopeR
         })
         applied = (await (await conn.execute(q.APPLY_MOVES, {"run_id": run_id, "scope_id": scope.id})).fetchone())[0]  # type: ignore[index]
         counts.skipped += len(moving) - int(applied)
+    await conn.execute(q.INDEX_PENDING_HOT, {"scope_id": scope.id})
     payload = counts.model_dump()
     await conn.execute(q.FINISH_RUN, {"run_id": run_id, "scope_id": scope.id, "counts": json.dumps(payload)})
     await conn.execute(INSERT_AUDIT, {

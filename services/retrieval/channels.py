@@ -88,6 +88,7 @@ class Corpus:
     format_version: int | None = None  # the oldest format among them
     scopes_with_stats: int = 0
     has_rows: bool = False  # whether the corpus holds any searchable row, statistics or not
+    hot_pending: int = 0  # facts waiting for a run to enter the hot tier's indexes (counted up to a cap)
 
     @property
     def name(self) -> str:
@@ -100,13 +101,17 @@ def corpus_sizes(rows: list[tuple[Any, ...]]) -> dict[ItemKind, Corpus]:
     sizes: dict[ItemKind, Corpus] = {}
     for kind, name in CORPUS_NAMES.items():
         r = found.get(name)
-        sizes[kind] = Corpus(kind, int(r[1]), r[2], int(r[3]), bool(r[4])) if r is not None else Corpus(kind)
+        sizes[kind] = Corpus(kind, int(r[1]), r[2], int(r[3]), bool(r[4]), int(r[5])) if r is not None else Corpus(kind)
     return sizes
 
 
-def tiered(sql: str, search: Search) -> str:
-    """`sql`, a facts channel statement, limited to hot facts when the search asks for the hot tier."""
-    return q.HOT_ONLY[sql] if search.hot else sql
+def tiered(sql: str, search: Search, pending: int | None = None) -> str:
+    """`sql`, a facts channel statement, limited to hot facts when the search asks for the hot tier;
+    `pending`: how many facts wait for a run to enter the hot tier's indexes (None: not counted,
+    so the facts table's rows are filtered)."""
+    if not search.hot:
+        return sql
+    return q.HOT_FILTERED[sql] if pending is None else q.hot_statement(sql, pending)
 
 
 async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> list[str]:
@@ -159,7 +164,7 @@ async def dense(conn: psycopg.AsyncConnection, pool: Pool, search: Search, corpu
     """
     use_hnsw = corpus.docs > search.settings.hnsw_threshold and search.as_of is None
     if corpus.kind is ItemKind.FACT:
-        sql = tiered(q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT, search)
+        sql = tiered(q.DENSE_FACTS_HNSW if use_hnsw else q.DENSE_FACTS_EXACT, search, corpus.hot_pending)
     else:
         sql = q.DENSE_EPISODES_HNSW if use_hnsw else q.DENSE_EPISODES_EXACT
     binds = await search.vector_binds()
@@ -199,7 +204,7 @@ async def lexical(conn: psycopg.AsyncConnection, pool: Pool, search: Search, cor
     large = corpus.docs > q.LEXICAL_CANDIDATES
     if corpus.kind is ItemKind.FACT:
         bm25 = q.LEXICAL_FACTS_BM25_PAIRS if large else q.LEXICAL_FACTS_BM25
-        sql = tiered(bm25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK, search)
+        sql = tiered(bm25 if mode.mode == "bm25" else q.LEXICAL_FACTS_TS_RANK, search, corpus.hot_pending)
     else:
         bm25 = q.LEXICAL_EPISODES_BM25_PAIRS if large else q.LEXICAL_EPISODES_BM25
         sql = bm25 if mode.mode == "bm25" else q.LEXICAL_EPISODES_TS_RANK

@@ -8,6 +8,8 @@ fusion, so a wide candidate pool costs little.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # BM25 parameters, tuned on LoCoMo turns (k1 0.9, b 0.4 beat the textbook 1.2/0.75 by ~+0.02
 # recall@10); changing them changes rankings, never the stored statistics.
 BM25_K1 = 0.9
@@ -38,6 +40,10 @@ LEXICAL_CANDIDATES = 300
 # (lab/NOTES.md, "where the CPU of a query goes"). A corpus of at most LEXICAL_CANDIDATES rows cannot need it
 # and runs the plain statement (planning the pair branch costs ~0.5 ms).
 
+# A hot search reads the facts waiting for a run to enter the hot tier's indexes exactly, up to
+# this many; above it (a store whose scope never ran), it filters the facts table's own indexes.
+HOT_PENDING_EXACT = 2000
+
 _FACT_COLUMNS = """
 f.id, f.text, f.token_count, f.agent_id, f.tool, f.project, f.session_id, f.written_at,
 f.t_valid, f.t_invalid, s.name AS scope_name, se.name AS source, te.name AS target, f.relation,
@@ -55,14 +61,20 @@ ep.scope_id = ANY(%(scope_ids)s) AND ep.kind <> 'write' AND ep.written_at <= %(a
 
 # Per corpus, from the statistics: how many rows the scopes read hold (picks exact scan or HNSW),
 # the oldest format, how many scopes have statistics; and whether any row exists at all, so
-# rows without statistics fall back to ts_rank instead of matching nothing (two index probes).
-CORPUS_SIZES = """
+# rows without statistics fall back to ts_rank instead of matching nothing (two index probes);
+# and how many facts written since the last consolidation run wait outside the hot tier's indexes
+# (counted up to one past HOT_PENDING_EXACT).
+CORPUS_SIZES = f"""
 SELECT c.corpus, coalesce(sum(ls.doc_count), 0)::bigint AS docs, min(ls.format_version) AS format_version,
        count(ls.scope_id) AS scopes_with_stats,
        CASE c.corpus
            WHEN 'facts' THEN EXISTS (SELECT 1 FROM facts f WHERE f.scope_id = ANY(%(scope_ids)s))
            ELSE EXISTS (SELECT 1 FROM episodes ep WHERE ep.scope_id = ANY(%(scope_ids)s) AND ep.kind <> 'write')
-       END AS has_rows
+       END AS has_rows,
+       CASE c.corpus WHEN 'facts' THEN
+           (SELECT count(*) FROM (SELECT 1 FROM hot_pending p WHERE p.scope_id = ANY(%(scope_ids)s)
+                                  LIMIT {HOT_PENDING_EXACT + 1}) AS waiting)
+       ELSE 0 END AS hot_pending
 FROM (VALUES ('facts'), ('episodes')) AS c(corpus)
 LEFT JOIN lexical_stats ls ON ls.corpus = c.corpus AND ls.scope_id = ANY(%(scope_ids)s)
 GROUP BY c.corpus
@@ -114,7 +126,7 @@ SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
 """
 
 
-def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool) -> str:
+def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool, matching: Matching | None = None) -> str:
     """BM25 over one corpus, from the per-scope statistics the write triggers maintain.
 
     `pairs`: the statement for corpora larger than LEXICAL_CANDIDATES, which draws candidates
@@ -123,7 +135,8 @@ def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool) -> 
 
     idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)); tf = positions of the lexeme in the row's
     tsvector; document length = all positions (`tsv_length`, stored per row by migration 0005).
-    Several scopes are read as one corpus (their counts are summed).
+    Several scopes are read as one corpus (their counts are summed). `matching` says where the
+    candidates come from (default: the table's own rows and lexical index).
 
     Besides the score, each row carries what the coordination and proximity boosts need: how
     many distinct query terms it matched (`matched`, of `terms` query terms the corpus knows),
@@ -142,7 +155,7 @@ sel AS (
     SELECT string_agg(quote_literal(chosen.term), ' | ')::tsquery AS tsq, sum(chosen.df) AS postings
     FROM chosen
 ),
-{_candidates(table, alias, visible, pairs)}
+{_candidates(matching or _matching(table, alias, visible), pairs)}
 -- Rank every candidate by BM25 alone, then fetch vectors and positions for the top rows only:
 -- carrying embeddings and building JSON for every candidate dominated the query at 100k rows.
 scored AS (
@@ -207,19 +220,29 @@ chosen AS (
 )"""
 
 
-def _candidates(table: str, alias: str, visible: str, pairs: bool) -> str:
-    """The `cand` CTE of `_bm25`: the rows BM25 scores (at most LEXICAL_CANDIDATES)."""
-    # The nearest rows by vector: a cosine costs far less than unnesting a tsvector, and less than
-    # ts_rank (see LEXICAL_CANDIDATES).
-    nearest = f"""ORDER BY dist, {alias}.id
+# Builds the SELECT of the rows that match the tsquery in relation `rel` (`sel` or `pair`), the
+# LEXICAL_CANDIDATES nearest the query's vector; `guard` is a condition put before the others.
+Matching = Callable[[str, str], str]
+
+
+def _matching(table: str, alias: str, visible: str) -> Matching:
+    """Candidates from one table's own rows and lexical index."""
+    def select(rel: str, guard: str = "") -> str:
+        # The nearest rows by vector: a cosine costs far less than unnesting a tsvector, and less
+        # than ts_rank (see LEXICAL_CANDIDATES).
+        return f"""SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length, {alias}.embedding <=> %(embedding)s AS dist
+    FROM {table} {alias}, {rel}
+    WHERE {guard}{visible} AND {alias}.tsv @@ {rel}.tsq
+    ORDER BY dist, {alias}.id
     LIMIT {LEXICAL_CANDIDATES}"""
-    columns = f"{alias}.id, {alias}.tsv, {alias}.tsv_length, {alias}.embedding <=> %(embedding)s AS dist"
+    return select
+
+
+def _candidates(matching: Matching, pairs: bool) -> str:
+    """The `cand` CTE of `_bm25`: the rows BM25 scores (at most LEXICAL_CANDIDATES)."""
     if not pairs:
         return f"""cand AS (
-    SELECT {columns}
-    FROM {table} {alias}, sel
-    WHERE {visible} AND {alias}.tsv @@ sel.tsq
-    {nearest}
+    {matching("sel", "")}
 ),"""
     # The two rarest terms together when the selected terms are on more rows than are scored; the
     # selected terms (`sel`) when they are not, or when no row holds both.
@@ -229,18 +252,12 @@ def _candidates(table: str, alias: str, visible: str, pairs: bool) -> str:
     HAVING count(*) = 2 AND (SELECT sel.postings FROM sel) > {LEXICAL_CANDIDATES}
 ),
 cand_pair AS (
-    SELECT {columns}
-    FROM {table} {alias}, pair
-    WHERE {visible} AND {alias}.tsv @@ pair.tsq
-    {nearest}
+    {matching("pair", "")}
 ),
 cand AS (
     SELECT * FROM cand_pair
     UNION ALL
-    (SELECT {columns}
-     FROM {table} {alias}, sel
-     WHERE NOT EXISTS (SELECT 1 FROM cand_pair) AND {visible} AND {alias}.tsv @@ sel.tsq
-     {nearest})
+    ({matching("sel", "NOT EXISTS (SELECT 1 FROM cand_pair) AND ")})
 ),"""
 
 
@@ -340,16 +357,94 @@ WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 """
 # A consolidated store's default-sized search (query_memory `tier: "hot"`): the facts channels
 # read hot facts only, and the facts of consolidated tiers are reached through the digests nearest
-# the query (DIGEST_MEMBERS). Derived from the statements above so the two can never drift apart.
-# A hot fact is one without a fact_tiers row (migration 0022); the lookup is one primary-key probe
-# per candidate the index scans hand up.
-_VISIBLE_HOT = _VISIBLE + "AND NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)\n"
-HOT_ONLY: dict[str, str] = {
+# the query (DIGEST_MEMBERS). A hot fact is one without a fact_tiers row (migration 0022). The
+# ranking statements read the hot tier's own indexes (migration 0025): `hot_facts`, the hot facts
+# the last run placed, and `hot_pending`, the facts written since (few, read exactly), so the rows
+# they touch do not grow with the consolidated and archived tiers. The rest filter the facts
+# table's rows: an exact scan of a small corpus, the ts_rank fallback, the graph's edge walk.
+_NOT_TIERED = "NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)"
+_VISIBLE_HOT = _VISIBLE + f"AND {_NOT_TIERED}\n"
+_HOT_INDEXED = "hot_facts h JOIN facts f ON f.id = h.fact_id"
+_HOT_PENDING = "hot_pending p JOIN facts f ON f.id = p.fact_id"
+_PENDING_VISIBLE = f"p.scope_id = ANY(%(scope_ids)s) AND {_VISIBLE} AND {_NOT_TIERED}"
+
+_HOT_DENSE_INDEXED = f"""
+SELECT f.id::text AS id, 1 - (h.embedding <=> %(embedding)s) AS cos
+FROM {_HOT_INDEXED}
+WHERE {_VISIBLE}
+ORDER BY h.embedding <=> %(embedding)s
+LIMIT %(limit)s
+"""
+_HOT_DENSE_PENDING = f"""
+SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s)
+FROM {_HOT_PENDING}
+WHERE {_PENDING_VISIBLE}
+ORDER BY (f.embedding <=> %(embedding)s) + 0
+LIMIT %(limit)s
+"""
+HOT_DENSE_FACTS_HNSW = f"""
+({_HOT_DENSE_INDEXED})
+UNION ALL
+({_HOT_DENSE_PENDING})
+ORDER BY cos DESC, id
+LIMIT %(limit)s
+"""
+
+
+def _hot_indexed(rel: str, guard: str = "") -> str:
+    """Lexical candidates from `hot_facts`' own lexical index."""
+    return f"""SELECT f.id, h.tsv, h.tsv_length, h.embedding <=> %(embedding)s AS dist
+    FROM {_HOT_INDEXED}, {rel}
+    WHERE {guard}{_VISIBLE} AND h.tsv @@ {rel}.tsq
+    ORDER BY dist, f.id
+    LIMIT {LEXICAL_CANDIDATES}"""
+
+
+def _hot_with_pending(rel: str, guard: str = "") -> str:
+    """Lexical candidates from `hot_facts` and from the facts in `hot_pending`."""
+    return f"""SELECT * FROM (
+        ({_hot_indexed(rel, guard)})
+        UNION ALL
+        (SELECT f.id, f.tsv, f.tsv_length, f.embedding <=> %(embedding)s AS dist
+         FROM {_HOT_PENDING}, {rel}
+         WHERE {guard}{_PENDING_VISIBLE} AND f.tsv @@ {rel}.tsq
+         ORDER BY dist, f.id
+         LIMIT {LEXICAL_CANDIDATES})
+    ) AS hot
+    ORDER BY dist, id
+    LIMIT {LEXICAL_CANDIDATES}"""
+
+
+# Each facts statement's hot-tier forms: filtering the facts table's rows by "no fact_tiers row"
+# (HOT_FILTERED), reading the hot tier's indexes and the facts waiting in `hot_pending` (HOT_ONLY),
+# and reading the indexes alone when none wait (HOT_INDEXED_ONLY: an empty `hot_pending` still
+# cost ~1.4 ms of planning a query). `hot_statement` picks one.
+HOT_FILTERED: dict[str, str] = {
     sql: sql.replace(_VISIBLE, _VISIBLE_HOT)
     for sql in (DENSE_FACTS_EXACT, DENSE_FACTS_HNSW, LEXICAL_FACTS_BM25, LEXICAL_FACTS_BM25_PAIRS,
                 LEXICAL_FACTS_TS_RANK, GRAPH_NEIGHBOURHOOD)
 }
-assert all(hot != sql for sql, hot in HOT_ONLY.items())
+_FILTERED = {sql: HOT_FILTERED[sql] for sql in (DENSE_FACTS_EXACT, LEXICAL_FACTS_TS_RANK, GRAPH_NEIGHBOURHOOD)}
+HOT_ONLY: dict[str, str] = {
+    **_FILTERED,
+    DENSE_FACTS_HNSW: HOT_DENSE_FACTS_HNSW,
+    LEXICAL_FACTS_BM25: _bm25("facts", "f", "facts", _VISIBLE, pairs=False, matching=_hot_with_pending),
+    LEXICAL_FACTS_BM25_PAIRS: _bm25("facts", "f", "facts", _VISIBLE, pairs=True, matching=_hot_with_pending),
+}
+HOT_INDEXED_ONLY: dict[str, str] = {
+    **_FILTERED,
+    DENSE_FACTS_HNSW: _HOT_DENSE_INDEXED,
+    LEXICAL_FACTS_BM25: _bm25("facts", "f", "facts", _VISIBLE, pairs=False, matching=_hot_indexed),
+    LEXICAL_FACTS_BM25_PAIRS: _bm25("facts", "f", "facts", _VISIBLE, pairs=True, matching=_hot_indexed),
+}
+assert all(hot != sql for sql, hot in [*HOT_ONLY.items(), *HOT_INDEXED_ONLY.items(), *HOT_FILTERED.items()])
+
+
+def hot_statement(sql: str, pending: int) -> str:
+    """The hot-tier form of the facts statement `sql`, given how many facts wait in `hot_pending`."""
+    if pending > HOT_PENDING_EXACT:
+        return HOT_FILTERED[sql]
+    return (HOT_ONLY if pending else HOT_INDEXED_ONLY)[sql]
 
 # The current digests nearest the query, and of each the member facts visible at `at` nearest the
 # query: the rows a consolidated search adds are bounded by digests × members. Current, because a

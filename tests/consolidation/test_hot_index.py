@@ -1,0 +1,99 @@
+"""The hot tier's own indexes (`hot_facts`, `hot_pending`): which facts they hold as writes, runs,
+undo and erasure go by, and a hot search that reads them (through HNSW, as on a large store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from echo_memory.libs.core.config.retrieval import RetrievalSettings
+from echo_memory.libs.core.config.settings import Settings
+from echo_memory.libs.core.contracts.bus import Caller
+from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.testing.tiers import Handlers
+
+OLD = "The ledger service settles card payouts every night at two."
+NEW = "The ledger service exposes a gRPC API for balances."
+LONE = "The fax gateway converts invoices to PDF before sending."
+LATER = "The fax gateway retries a failed transmission after five minutes."
+
+HOT_FACTS = "SELECT f.text FROM hot_facts h JOIN facts f ON f.id = h.fact_id"
+PENDING = "SELECT f.text FROM hot_pending p JOIN facts f ON f.id = p.fact_id"
+HOT = "SELECT f.text FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)"
+
+
+def _caller(handlers: Handlers) -> Caller:
+    return Caller(org=handlers.org, agent_id="claude-code", read_scopes=["shared"], write_scopes=["shared"])
+
+
+def _fact(source: str, target: str, relation: str, text: str) -> dict[str, Any]:
+    return {"source": source, "target": target, "relation": relation, "fact": text, "confidence": "extracted"}
+
+
+async def _texts(handlers: Handlers, sql: str) -> set[str]:
+    return {row[0] for row in await (await handlers.conn.execute(sql)).fetchall()}
+
+
+async def _write(handlers: Handlers, facts: list[dict[str, Any]]) -> list[str]:
+    names = {n for f in facts for n in (f["source"], f["target"])}
+    written = await handlers.call(_caller(handlers), "writes", "write_episode", {
+        "session_id": "s", "entities": [{"name": n, "type": "service"} for n in sorted(names)], "facts": facts})
+    assert written["stored"] is True
+    return [edge["fact_id"] for edge in written["edges_created"]]
+
+
+async def _search(handlers: Handlers, query: str) -> dict[str, list[str]]:
+    result = await handlers.call(_caller(handlers), "retrieval", "query_memory",
+                                 {"query": query, "top_k": 5, "tier": "hot"})
+    return {item["text"]: item["matched"] for item in result["results"]}
+
+
+async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_rest(
+        handlers: Handlers, embedder: MiniLM) -> None:
+    ids = await _write(handlers, [_fact("Ledger service", "Payouts", "settles", OLD),
+                                  _fact("Ledger service", "gRPC", "exposes", NEW),
+                                  _fact("Fax gateway", "PDF", "converts to", LONE)])
+    # A write adds no vector index work: its facts wait for a run.
+    assert await _texts(handlers, PENDING) == {OLD, NEW, LONE} and await _texts(handlers, HOT_FACTS) == set()
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days' WHERE text IN (%s, %s)",
+                                (OLD, LONE))
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == {NEW}
+    assert await _texts(handlers, PENDING) == set()
+
+    # The dense channel through HNSW, as above the threshold: what the run placed hot from its
+    # index, what was written since from `hot_pending`, and nothing consolidated but via a digest.
+    hnsw = Handlers(handlers.conn, handlers.org, embedder,
+                    Settings(org=handlers.org, retrieval=RetrievalSettings(hnsw_threshold=0)))
+    [later] = await _write(handlers, [_fact("Fax gateway", "Modem", "retries through", LATER)])
+    assert await _texts(handlers, PENDING) == {LATER}
+    assert "dense" in (await _search(hnsw, "what API does the ledger expose for balances"))[NEW]
+    found = await _search(hnsw, "how long until a failed fax transmission is retried")
+    assert "dense" in found[LATER] and "lexical" in found[LATER]
+    assert all(matched == ["via_digest"] or "via_digest" in matched or text not in (OLD, LONE)
+               for text, matched in found.items())
+
+    # The next run copies what was written since; the facts those searches read come back hot too.
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    assert LATER in await _texts(handlers, HOT_FACTS)
+    assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) and await _texts(handlers, PENDING) == set()
+    found = await _search(hnsw, "how long until a failed fax transmission is retried")
+    assert "dense" in found[LATER] and "lexical" in found[LATER]
+
+    # Undo puts what the run demoted back in the hot tier, and in its index.
+    await handlers.conn.execute("DELETE FROM read_results")
+    demoting = await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == {NEW, LATER}
+    await handlers.admin_call("consolidation", "consolidate_undo", {"run_id": demoting["runs"][0]["run_id"]})
+    assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == {OLD, NEW, LONE, LATER}
+
+    # A fact re-embedded (reindex after a model change) keeps its copy in step.
+    await handlers.conn.execute("UPDATE facts SET embedding = (SELECT embedding FROM facts WHERE text = %s) "
+                                "WHERE text = %s", (LONE, NEW))
+    assert await (await handlers.conn.execute(
+        "SELECT h.embedding = f.embedding FROM hot_facts h JOIN facts f ON f.id = h.fact_id WHERE f.text = %s",
+        (NEW,))).fetchone() == (True,)
+
+    # An erased fact's copy (its vector and its words) goes with it.
+    await handlers.admin_call("writes", "forget", {"fact_id": later, "confirm": True, "reason": "request"})
+    assert await _texts(handlers, HOT_FACTS) == {OLD, NEW, LONE}
+    assert ids and await _texts(handlers, PENDING) == set()
