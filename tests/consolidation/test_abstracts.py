@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tier_helpers import fact as _fact
 
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import InvalidArgument, ScopeDenied
@@ -28,10 +29,6 @@ FROM facts
 def _caller(handlers: Handlers, agent: str = "echo-abstracts", write: tuple[str, ...] = ("*",)) -> Caller:
     return Caller(org=handlers.org, agent_id=agent, read_scopes=["*"], write_scopes=list(write),
                   tool="echo-memory consolidate abstract")
-
-
-def _fact(source: str, target: str, relation: str, text: str) -> dict[str, Any]:
-    return {"source": source, "target": target, "relation": relation, "fact": text, "confidence": "extracted"}
 
 
 async def _store(handlers: Handlers, facts: list[dict[str, Any]]) -> None:

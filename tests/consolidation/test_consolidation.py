@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tier_helpers import fact as _fact
 
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound, ScopeDenied
@@ -27,10 +28,6 @@ TIERS = "SELECT f.text, coalesce(ft.tier, 'hot') FROM facts f LEFT JOIN fact_tie
 
 def _writer(handlers: Handlers, agent: str = "claude-code") -> Caller:
     return Caller(org=handlers.org, agent_id=agent, read_scopes=["shared"], write_scopes=["shared"])
-
-
-def _fact(source: str, target: str, relation: str, text: str) -> dict[str, Any]:
-    return {"source": source, "target": target, "relation": relation, "fact": text, "confidence": "extracted"}
 
 
 async def _write(handlers: Handlers, entities: list[tuple[str, str]], facts: list[dict[str, Any]],

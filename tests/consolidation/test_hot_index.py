@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tier_helpers import fact as _fact
+from tier_helpers import shared_caller as _caller
+
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
 from echo_memory.libs.core.config.settings import Settings
-from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing.tiers import Handlers
 
@@ -19,14 +21,6 @@ LATER = "The fax gateway retries a failed transmission after five minutes."
 HOT_FACTS = "SELECT f.text FROM hot_facts h JOIN facts f ON f.id = h.fact_id"
 PENDING = "SELECT f.text FROM hot_pending p JOIN facts f ON f.id = p.fact_id"
 HOT = "SELECT f.text FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)"
-
-
-def _caller(handlers: Handlers) -> Caller:
-    return Caller(org=handlers.org, agent_id="claude-code", read_scopes=["shared"], write_scopes=["shared"])
-
-
-def _fact(source: str, target: str, relation: str, text: str) -> dict[str, Any]:
-    return {"source": source, "target": target, "relation": relation, "fact": text, "confidence": "extracted"}
 
 
 async def _texts(handlers: Handlers, sql: str) -> set[str]:

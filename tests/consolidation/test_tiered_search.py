@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from tier_helpers import fact as _fact
+from tier_helpers import shared_caller as _caller
+
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
 from echo_memory.libs.core.config.settings import Settings
-from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval.queries import EF_SEARCH
@@ -16,14 +18,6 @@ from echo_memory.services.retrieval.queries import EF_SEARCH
 OLD = "The ledger service settles card payouts every night at two."
 NEW = "The ledger service exposes a gRPC API for balances."
 LONE = "The fax gateway converts invoices to PDF before sending."
-
-
-def _caller(handlers: Handlers) -> Caller:
-    return Caller(org=handlers.org, agent_id="claude-code", read_scopes=["shared"], write_scopes=["shared"])
-
-
-def _fact(source: str, target: str, relation: str, text: str) -> dict[str, Any]:
-    return {"source": source, "target": target, "relation": relation, "fact": text, "confidence": "extracted"}
 
 
 async def _query(handlers: Handlers, query: str, **extra: Any) -> list[tuple[str, list[str]]]:

@@ -55,7 +55,7 @@ GROUP BY w.pid, w.query
 """
 # What only a run's statements name: the tables it writes (consolidation/queries.py). A blocker's
 # text is the statement it runs or last ran in its transaction.
-RUN_MARKERS = ("fact_tiers", "digests", "consolidation_runs", "tier_moves")
+RUN_MARKERS = ("fact_tiers", "digests", "consolidation_runs", "tier_moves", "hot_facts", "hot_pending")
 
 NAMES = "SELECT e.name FROM entities e JOIN scopes s ON s.id = e.scope_id WHERE s.name = %(scope)s"
 

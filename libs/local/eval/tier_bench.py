@@ -342,9 +342,9 @@ async def _postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
     return parent
 
 
-# What a run writes: a tier row per moved fact, its tier moves and the new digest versions (the
-# facts table is only read).
-RUN_TABLES = ("fact_tiers", "digests", "tier_moves")
+# What a run writes: a tier row per moved fact, its tier moves, the new digest versions, and the
+# hot tier's copies it adds and the waiting rows it takes (the facts table is only read).
+RUN_TABLES = ("fact_tiers", "digests", "tier_moves", "hot_facts", "hot_pending")
 ALL_VISIBLE = "SELECT relallvisible::float / greatest(relpages, 1) FROM pg_class WHERE relname = %(table)s"
 
 
