@@ -105,6 +105,8 @@ WHERE NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)
 ON CONFLICT (fact_id) DO NOTHING
 """
 
+ANALYZE_DIGESTS = "ANALYZE digests"
+
 RUN_LOG = """
 SELECT r.id::text AS run_id, s.name AS scope, r.actor, r.policy_version, r.started_at, r.finished_at,
        r.undone_at, r.counts

@@ -53,6 +53,10 @@ async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_
     await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
     assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == {NEW}
     assert await _texts(handlers, PENDING) == set()
+    # The planner knows the new digests at commit, not only after autovacuum's analyze.
+    assert await (await handlers.conn.execute(
+        "SELECT reltuples::bigint = (SELECT count(*) FROM digests) FROM pg_class WHERE relname = 'digests'"
+    )).fetchone() == (True,)
 
     # The dense channel through HNSW, as above the threshold: what the run placed hot from its
     # index, what was written since from `hot_pending`, and nothing consolidated but via a digest.
