@@ -44,7 +44,7 @@ async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only
 
     # Make the planner prefer reading the table. (Whether it then walks the digests' HNSW index
     # depends on their statistics, which a run now leaves current: on these three digests a btree
-    # is the cheaper read; at thousands, BENCHMARKS.md run x's slow-statement log shows the walk.)
+    # is the cheaper read; at 3,722 it walks the index, BENCHMARKS.md run x.)
     await handlers.conn.execute("SET LOCAL random_page_cost = 100000")
     hot = await _query(handlers, "when are card payouts settled", tier="hot")
     await handlers.conn.execute("RESET random_page_cost")
