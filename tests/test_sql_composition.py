@@ -21,6 +21,9 @@ _CLAUSE = re.compile(r"\b(FROM|INTO|SET|WHERE|VALUES|AS)\b")
 IMPORT_TIME_TEMPLATES = {
     ("services/retrieval/queries.py", "_bm25"),
     ("services/retrieval/queries.py", "_candidates"),
+    ("services/retrieval/queries.py", "_table_rows"),
+    ("services/retrieval/queries.py", "_hot_indexed"),
+    ("services/retrieval/queries.py", "_hot_with_pending"),
     ("services/retrieval/queries.py", "_ts_rank"),
     ("services/retrieval/queries.py", "_query_terms"),
     ("services/consolidation/queries.py", "_move_tiers"),

@@ -8,6 +8,7 @@ fusion, so a wide candidate pool costs little.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 # BM25 parameters, tuned on LoCoMo turns (k1 0.9, b 0.4 beat the textbook 1.2/0.75 by ~+0.02
@@ -225,17 +226,20 @@ chosen AS (
 Matching = Callable[[str, str], str]
 
 
-def _matching(table: str, alias: str, visible: str) -> Matching:
-    """Candidates from one table's own rows and lexical index."""
-    def select(rel: str, guard: str = "") -> str:
-        # The nearest rows by vector: a cosine costs far less than unnesting a tsvector, and less
-        # than ts_rank (see LEXICAL_CANDIDATES).
-        return f"""SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length, {alias}.embedding <=> %(embedding)s AS dist
+def _table_rows(table: str, alias: str, visible: str, rel: str, guard: str = "") -> str:
+    """Candidates from one table's own rows and lexical index (`_matching`)."""
+    # The nearest rows by vector: a cosine costs far less than unnesting a tsvector, and less than
+    # ts_rank (see LEXICAL_CANDIDATES).
+    return f"""SELECT {alias}.id, {alias}.tsv, {alias}.tsv_length, {alias}.embedding <=> %(embedding)s AS dist
     FROM {table} {alias}, {rel}
     WHERE {guard}{visible} AND {alias}.tsv @@ {rel}.tsq
     ORDER BY dist, {alias}.id
     LIMIT {LEXICAL_CANDIDATES}"""
-    return select
+
+
+def _matching(table: str, alias: str, visible: str) -> Matching:
+    """The candidates' source of a table's own statements."""
+    return functools.partial(_table_rows, table, alias, visible)
 
 
 def _candidates(matching: Matching, pairs: bool) -> str:
