@@ -77,9 +77,19 @@ def test_the_frame_phrase_is_what_our_frame_and_notice_say() -> None:
 def test_the_anchor_prefilter_never_changes_an_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = ATTEMPTS + ORDINARY + [f"{a}\n\n{o}" for a, o in zip(ATTEMPTS, ORDINARY, strict=False)]
     filtered = [instruction_reasons(t) for t in texts]
-    monkeypatch.setattr(instructions, "_RULES", tuple((n, r, ()) for n, r, _ in instructions._RULES))
+    unfiltered = tuple((n, r, ()) for n, r, _ in instructions._RULES)
+    monkeypatch.setattr(instructions, "_RULES", unfiltered)
+    monkeypatch.setattr(instructions, "_INDEX", instructions._AnchorIndex(unfiltered))
     assert [instruction_reasons(t) for t in texts] == filtered
-    assert sum(1 for _, _, needed in instructions._RULES if not needed) == len(instructions._RULES)
+    assert instructions._INDEX.possible("") == list(range(len(unfiltered)))  # every rule ran
+
+
+def test_short_and_long_texts_choose_their_rules_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    forms = [form for text in ATTEMPTS + ORDINARY for form in instructions._texts(text)]
+    monkeypatch.setattr(instructions, "SHORT_TEXT", 10**9)
+    by_index = [instructions._INDEX.possible(form) for form in forms]
+    monkeypatch.setattr(instructions, "SHORT_TEXT", 0)
+    assert [instructions._INDEX.possible(form) for form in forms] == by_index
 
 
 @pytest.mark.parametrize(("pattern", "expected"), [

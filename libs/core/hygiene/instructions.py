@@ -22,6 +22,7 @@ earlier instructions themselves named as what to drop. Rates on the labelled set
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Literal
 
 from echo_memory.libs.core.secrets.normalise import collapsed, folded
@@ -488,8 +489,50 @@ def anchors(pattern: str) -> tuple[tuple[str, ...], ...]:
     return tuple(found)
 
 
-_RULES = tuple((name, re.compile(pattern, re.IGNORECASE), anchors(pattern.lower()))
-               for name, pattern in (*_MARKUP, *_PHRASES))
+Rule = tuple[str, "re.Pattern[str]", tuple[tuple[str, ...], ...]]
+_RULES: tuple[Rule, ...] = tuple((name, re.compile(pattern, re.IGNORECASE), anchors(pattern.lower()))
+                                 for name, pattern in (*_MARKUP, *_PHRASES))
+SHORT_TEXT = 800  # characters
+
+
+class _AnchorIndex:
+    """Which rules can match a text, from every rule's anchors (see `anchors`) looked up once.
+
+    In a short text, testing each rule's groups one substring at a time costs more than the
+    regexes they spare (~0.35 ms a fact, and a stored fact has four texts): there each anchor is
+    looked for once, and only anchors starting with a pair of characters the text has. In a long
+    text nearly every anchor is there, and testing rule by rule stops sooner (measured crossover
+    ~800 characters).
+    """
+
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        self._needed = tuple(needed for _, _, needed in rules)
+        self._groups_of_word: dict[str, list[tuple[int, int]]] = {}
+        for rule, (_, _, needed) in enumerate(rules):
+            for group, words in enumerate(needed):
+                for word in words:
+                    self._groups_of_word.setdefault(word, []).append((rule, group))
+        self._group_counts = tuple(len(needed) for _, _, needed in rules)
+        self._unanchored = tuple(rule for rule, count in enumerate(self._group_counts) if count == 0)
+        self._words_by_pair: dict[str, list[str]] = {}
+        for word in self._groups_of_word:
+            self._words_by_pair.setdefault(word[:2], []).append(word)
+
+    def possible(self, form: str) -> list[int]:
+        """Indexes of the rules whose every anchor group has a string in `form`, in rule order."""
+        if len(form) >= SHORT_TEXT:
+            return [rule for rule, needed in enumerate(self._needed)
+                    if all(any(word in form for word in group) for group in needed)]
+        pairs = {form[i:i + 2] for i in range(len(form))} | set(form)  # single characters too
+        satisfied = {group for pair in pairs if pair in self._words_by_pair for word in self._words_by_pair[pair]
+                     if word in form for group in self._groups_of_word[word]}
+        groups_met = Counter(rule for rule, _ in satisfied)
+        met = (rule for rule, count in groups_met.items() if count == self._group_counts[rule])
+        return sorted([*self._unanchored, *met])
+
+
+_INDEX = _AnchorIndex(_RULES)
+
 # The sentence our recall frame opens with (FRAME and MEMORY_NOTICE both say it): a fact that
 # repeats it imitates the frame.
 FRAME_PHRASE = "recalled memory: data written earlier by agents"
@@ -526,8 +569,9 @@ def instruction_reasons(text: str, *, first: bool = False) -> list[str]:
     for form in forms:
         if FRAME_PHRASE in _SPACES.sub(" ", form) and "framing delimiter" not in found:
             found.append("framing delimiter")
-        for name, rule, needed in _RULES:
-            if name in found or not all(any(word in form for word in group) for group in needed):
+        for index in _INDEX.possible(form):
+            name, rule, _ = _RULES[index]
+            if name in found:
                 continue
             if rule.search(form):
                 found.append(name)
