@@ -212,3 +212,35 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     assert probes["area_digests_mixing_look_alikes"] == 0
     assert probes["by_kind"]["area"] > 0 and probes["top_nodes"] < probes["by_kind"]["topic"]
     assert probes["digests_holding_a_fact_and_its_successor"] == 0
+
+
+INDEX = """
+SELECT pg_get_indexdef(to_regclass('facts_embedding_hnsw')),
+       (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('facts_embedding_hnsw'))
+"""
+NEAREST = "SELECT text FROM facts ORDER BY embedding <=> (SELECT embedding FROM facts WHERE id = %s) LIMIT 1"
+
+
+async def test_a_load_with_the_vector_index_built_after_leaves_the_migrations_index(
+        handlers: Handlers, embedder: MiniLM) -> None:
+    history = OrgHistory(40, SHAPE)
+    scope_id = await _scope(handlers, "org-index-after")
+    [before] = await (await handlers.conn.execute(INDEX)).fetchall()
+    async with org_load.vectors_indexed_after(handlers.conn):
+        ids = await load_history(handlers.conn, scope_id, history, embedder)
+        assert (await (await handlers.conn.execute(INDEX)).fetchone()) == (None, None)  # no row-by-row graph inserts
+    assert (await (await handlers.conn.execute(INDEX)).fetchone()) == before
+    assert before[0] is not None and before[1] is True
+    await handlers.conn.execute("SET LOCAL enable_seqscan = off")
+    plan = "\n".join(r[0] for r in await (await handlers.conn.execute("EXPLAIN " + NEAREST, (ids[7],))).fetchall())
+    assert "facts_embedding_hnsw" in plan
+    assert await (await handlers.conn.execute(NEAREST, (ids[7],))).fetchone() == (history.facts[7].text,)
+
+
+async def test_a_rebuilt_vector_index_that_differs_from_the_dropped_one_is_an_error(handlers: Handlers) -> None:
+    await handlers.conn.execute("DROP INDEX facts_embedding_hnsw")
+    await handlers.conn.execute(
+        "CREATE INDEX facts_embedding_hnsw ON facts USING hnsw (embedding vector_cosine_ops) WITH (m = 8)")
+    with pytest.raises(RuntimeError, match="differs from the migrations' one"):
+        async with org_load.vectors_indexed_after(handlers.conn):
+            pass
