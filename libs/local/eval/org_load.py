@@ -53,7 +53,7 @@ NOW = "SELECT now()"
 FACTS_VECTOR_INDEX = "facts_embedding_hnsw"
 INDEX_DEFINITION = "SELECT pg_get_indexdef(to_regclass(%(name)s))"
 DROP_FACTS_VECTOR_INDEX = "DROP INDEX facts_embedding_hnsw"
-# As migration 0003 defines it; build_vectors_after checks the rebuilt index's definition against the dropped one.
+# As migration 0003 defines it; vectors_indexed_after checks the rebuilt definition against the dropped one.
 BUILD_FACTS_VECTOR_INDEX = (
     "CREATE INDEX facts_embedding_hnsw ON facts USING hnsw (embedding vector_cosine_ops)"
     " WITH (m = 16, ef_construction = 64)"
