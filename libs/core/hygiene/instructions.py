@@ -512,7 +512,7 @@ class _AnchorIndex:
             for group, words in enumerate(needed):
                 for word in words:
                     self._groups_of_word.setdefault(word, []).append((rule, group))
-        self._group_counts = tuple(len(needed) for _, _, needed in rules)
+        self._group_counts = tuple(len(needed) for needed in self._needed)
         self._unanchored = tuple(rule for rule, count in enumerate(self._group_counts) if count == 0)
         self._words_by_pair: dict[str, list[str]] = {}
         for word in self._groups_of_word:

@@ -208,7 +208,6 @@ async def load_org(database_url: str, scope: str, size: int, embedder: MiniLM, s
     org = OrgHistory(size)
     cached = cache is not None and cache.path_for([f.text for f in org.facts]).exists()
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        await register_vector_async(conn)
         scope_id = str((await (await conn.execute(SCOPE_ID, {"name": scope})).fetchone())[0])  # type: ignore[index]
         postgres = await _postmaster(conn)
         pg_cpu = tree_cpu_seconds(postgres)
