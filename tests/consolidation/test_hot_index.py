@@ -77,12 +77,21 @@ async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_
     found = await _search(hnsw, "how long until a failed fax transmission is retried")
     assert "dense" in found[LATER] and "lexical" in found[LATER]
 
-    # Undo puts what the run demoted back in the hot tier, and in its index.
+    # Undo puts what the run demoted back in the hot tier; they wait in `hot_pending` (no vector
+    # index work in the undo), a hot search finds them there, and the next run copies them over.
     await handlers.conn.execute("DELETE FROM read_results")
     demoting = await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
     assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == {NEW, LATER}
     await handlers.admin_call("consolidation", "consolidate_undo", {"run_id": demoting["runs"][0]["run_id"]})
+    assert await _texts(handlers, HOT) == {OLD, NEW, LONE, LATER}
+    assert await _texts(handlers, HOT_FACTS) == {NEW, LATER} and await _texts(handlers, PENDING) == {OLD, LONE}
+    found = await _search(hnsw, "when does the ledger settle card payouts")
+    assert "dense" in found[OLD]
+    await handlers.conn.execute("DELETE FROM read_results")
+    await handlers.conn.execute("UPDATE facts SET written_at = now() WHERE text IN (%s, %s)", (OLD, LONE))
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
     assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == {OLD, NEW, LONE, LATER}
+    assert await _texts(handlers, PENDING) == set()
 
     # A fact re-embedded (reindex after a model change) keeps its copy in step.
     await handlers.conn.execute("UPDATE facts SET embedding = (SELECT embedding FROM facts WHERE text = %s) "
