@@ -59,6 +59,10 @@ class OneConnection(OrgDatabases):
     async def reader(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
         yield self.conn  # sees the test's uncommitted rows, which a second connection could not
 
+    @asynccontextmanager
+    async def autocommit(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
+        yield self.conn  # inside the test's transaction, like the reader
+
     async def url(self, org: str) -> str | None:
         return None  # another process's connection would not see the test's uncommitted rows
 

@@ -62,7 +62,9 @@ def routes(ctx: ServiceContext) -> Routes:
     for outcome in runs.OUTCOMES:  # present from the start: a dashboard reads 0 rather than nothing
         ctx.metrics.consolidation.labels(outcome)
     return [
-        Route(CONSOLIDATE, consolidate_in(process), observe=_count_run(ctx)),
+        # A run takes minutes at a million facts, in its own process and transaction: the request
+        # waiting for it holds none open.
+        Route(CONSOLIDATE, consolidate_in(process), observe=_count_run(ctx), transaction=False),
         Route(CONSOLIDATE_LOG, handle_log),
         Route(CONSOLIDATE_UNDO, handle_undo),
         Route(BRIEF, handle_brief),

@@ -31,6 +31,11 @@ EPISODE = {
     ],
 }
 RUN_BACKENDS = "SELECT pid, wait_event_type FROM pg_stat_activity WHERE application_name = %(name)s"
+# Sessions of this test's database left inside a transaction between statements, but `but`.
+IDLE_IN_TRANSACTION = """
+SELECT pid, query FROM pg_stat_activity
+WHERE datname = current_database() AND state LIKE 'idle in transaction%%' AND pid <> %(but)s
+"""
 
 
 def _run_processes() -> list[psutil.Process]:
@@ -76,6 +81,9 @@ async def test_a_run_killed_with_its_process_commits_nothing_and_the_next_run_su
                 await asyncio.sleep(0.1)
             else:
                 pytest.fail("the run never reached the locked table")
+            # The request waiting for the run holds no transaction open meanwhile (VACUUM would wait
+            # for it across the database, and a server's idle-in-transaction timeout would end it).
+            assert await (await watch.execute(IDLE_IN_TRANSACTION, {"but": blocker.info.backend_pid})).fetchall() == []
             # Meanwhile the services' process answers other requests at once.
             assert (await stack.admin_call("consolidation", "consolidate_log", {}))["runs"][0]["run_id"] == \
                 first["runs"][0]["run_id"]

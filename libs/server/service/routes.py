@@ -1,9 +1,10 @@
 """Routes: each verb of a service is a `Route`, and every route answers through the same seam.
 
 A route's handler gets the verb's arguments already validated as its contract model and a
-`RequestContext` whose connection is inside one transaction; what it returns is the verb's result,
-what it raises becomes a typed error (libs/server/service/errors.py). One subscriber per verb, in the
-service's queue group, handling `settings.workers.<service>` requests at once.
+`RequestContext` whose connection is inside one transaction (unless its route asks for autocommit);
+what it returns is the verb's result, what it raises becomes a typed error
+(libs/server/service/errors.py). One subscriber per verb, in the service's queue group, handling
+`settings.workers.<service>` requests at once.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class RouteEntry:
     handler: Handler[Any, Any]
     after: Callable[[str], None] | None
     observe: Callable[[Caller, Any, EchoError | None], None] | None
+    transaction: bool
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,15 @@ class Route(RouteEntry, Generic[In, Out]):
     `after(org)` runs once the verb's transaction has committed (e.g. to wake the outbox relay).
     `observe(caller, result, error)` runs once the request is answered: with the committed result,
     or with the typed error it was refused with (for the service's own metrics).
+    `transaction=False` gives the handler a connection in autocommit instead of one transaction:
+    for a verb that only reads there while it waits on work elsewhere, and writes nothing on it.
     """
 
     verb: Verb[In, Out]
     handler: Handler[In, Out]
     after: Callable[[str], None] | None = None
     observe: Callable[[Caller, Out | None, EchoError | None], None] | None = None
+    transaction: bool = True
 
 
 # A service's route table.
@@ -145,7 +150,8 @@ async def _answer(
                 args = parse_args(spec.input, request.args)
             if request.caller.org != org:
                 raise InvalidArgument("the caller's org does not match the subject's org")
-            async with ctx.databases.transaction(org) as conn:
+            connect = ctx.databases.transaction if route.transaction else ctx.databases.autocommit
+            async with connect(org) as conn:
                 with steps.step("handler"):
                     result = await route.handler(RequestContext(org, request.caller, conn, ctx), args)
                 if not isinstance(result, spec.output):  # inside the transaction: a wrong answer commits nothing

@@ -99,6 +99,23 @@ class OrgDatabases:
             steps.since("commit", committing)
 
     @asynccontextmanager
+    async def autocommit(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
+        """A connection on which each statement commits alone: nothing stays open between them.
+
+        For a request that waits a long time on work done elsewhere (a consolidation run in a
+        process of its own): a transaction left open meanwhile would hold back VACUUM for the whole
+        database and end under an `idle_in_transaction_session_timeout`.
+        """
+        pool = await self.pool(org)
+        async with pool.connection() as conn:
+            await conn.set_autocommit(True)
+            try:
+                yield conn
+            finally:
+                if not conn.closed:  # the pool lends it to the next request in its usual mode
+                    await conn.set_autocommit(False)
+
+    @asynccontextmanager
     async def reader(self, org: str) -> AsyncIterator[psycopg.AsyncConnection]:
         """A second connection for reads that may run beside a request's transaction.
 
