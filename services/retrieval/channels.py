@@ -115,7 +115,7 @@ def tiered(sql: str, search: Search, pending: int | None = None) -> str:
 
 
 async def via_digests(conn: psycopg.AsyncConnection, pool: Pool, search: Search) -> list[str]:
-    """Member facts of the current digests nearest the query (through the digests' HNSW index) and
+    """Member facts of the current topic digests nearest the query (through the digests' HNSW index) and
     of those that hold its rarest words, each with its cosine (channel `via_digest`): how a
     hot-tier search reaches consolidated and archived facts. Returns their ids (empty when the
     scopes have no digests). The words' route follows the lexical channel: none when it is

@@ -454,12 +454,15 @@ def hot_statement(sql: str, pending: int) -> str:
 # query: the rows a consolidated search adds are bounded by digests × members. Current, because a
 # hot search is never `as_of`; ordered by distance alone, so the partial HNSW index over current
 # digests serves it (with DIGEST_INDEX_ON, below). An exact scan read every digest of the scope, and
-# a digest's vector sits out of line (TOAST) beside its summary: 36-54 ms at 5,562 digests. Areas
-# are left out, here and below: their members are their topics', and a topic is the narrower route.
+# a digest's vector sits out of line (TOAST) beside its summary: 36-54 ms at 5,562 digests. Topics
+# only: every current fact is in one, and a topic holds at most `topic_cap` facts, while an entity
+# digest holds everything its entity touches (thousands at 1M facts, each a cosine here: Postgres
+# 103 against 62 CPU-ms a query there, the same hit@10 at 10k, 100k and 1M). Areas are left out,
+# here and below: their members are their topics', and a topic is the narrower route.
 DIGEST_MEMBERS = f"""
 WITH nearest AS MATERIALIZED (
     SELECT d.member_ids FROM digests d
-    WHERE d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL AND d.kind <> 'area'
+    WHERE d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL AND d.kind = 'topic'
     ORDER BY d.embedding <=> %(embedding)s
     LIMIT %(digests)s
 )

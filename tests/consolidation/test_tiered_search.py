@@ -9,7 +9,8 @@ from typing import Any
 from tier_helpers import fact as _fact
 from tier_helpers import shared_caller as _caller
 
-from echo_memory.libs.core.config.retrieval import RetrievalSettings
+from echo_memory.libs.core.config.consolidation import ConsolidationSettings
+from echo_memory.libs.core.config.retrieval import QualityGates, RetrievalSettings
 from echo_memory.libs.core.config.settings import Settings
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing.tiers import Handlers
@@ -94,3 +95,54 @@ async def test_a_hot_search_reaches_a_consolidated_fact_by_its_rare_words(handle
     result = await no_words.call(_caller(handlers), "retrieval", "query_memory",
                                  {"query": query, "top_k": 5, "tier": "hot"})
     assert {item["text"]: item["matched"] for item in result["results"]} == {LONE: ["via_digest"]}
+
+
+LEDGER = [
+    ("Payouts", "settles", "The ledger service settles card payouts every night at two."),
+    ("gRPC", "exposes", "The ledger service exposes a gRPC API for balances."),
+    ("Postgres", "stores balances in", "The ledger service stores balances in Postgres."),
+    ("Kafka", "publishes to", "The ledger service publishes settlement events to Kafka."),
+    ("Auditors", "reports to", "The ledger service sends a monthly reconciliation report to the auditors."),
+    ("Redis", "caches in", "The ledger service caches exchange rates in Redis for five minutes."),
+    ("Go", "is written in", "The ledger service is written in Go and built with Bazel."),
+    ("Payments team", "is owned by", "The ledger service is owned by the payments team in Berlin."),
+    ("Fraud service", "calls", "The ledger service calls the fraud service before each large transfer."),
+    ("S3", "archives to", "The ledger service archives closed statements to S3 after a year."),
+    ("Grafana", "is watched in", "The ledger service's error rate is watched on a Grafana board."),
+    ("Terraform", "is deployed by", "The ledger service is deployed by Terraform into two regions."),
+]
+
+
+async def test_a_hot_search_expands_topics_not_an_entity_digest(handlers: Handlers, embedder: MiniLM) -> None:
+    # Topics of at most two facts, so the ledger's twelve facts make six topics or more, and one
+    # entity digest holding all twelve. An entity digest grows with everything its entity ever
+    # touched (at 1M facts, thousands of members); its facts are all in topics, which are capped.
+    conn = handlers.conn
+    handlers = Handlers(conn, handlers.org, embedder, Settings(
+        org=handlers.org, consolidation=ConsolidationSettings(topic_cap=2),
+        retrieval=RetrievalSettings(channels=("dense",), gates=QualityGates.off())))
+    entities = [{"name": "Ledger service", "type": "service"}, *({"name": t, "type": "thing"} for t, _, _ in LEDGER)]
+    written = await handlers.call(_caller(handlers), "writes", "write_episode", {
+        "session_id": "s", "entities": entities,
+        "facts": [_fact("Ledger service", target, relation, text) for target, relation, text in LEDGER]})
+    assert written["stored"] is True
+    await conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    kinds: dict[str, int] = dict(await (await conn.execute(
+        "SELECT kind, count(*) FROM digests WHERE valid_to IS NULL GROUP BY kind")).fetchall())
+    assert kinds["entity"] == 1 and kinds["topic"] >= 6
+
+    query = "how does the ledger service pay out and report money"
+    result = await handlers.call(_caller(handlers), "retrieval", "query_memory",
+                                 {"query": query, "top_k": 20, "tier": "hot"})
+    reached = {item["text"] for item in result["results"] if "via_digest" in item["matched"]}
+    # The members of the topics nearest the query, in exact order: what the hot search may expand.
+    nearest = await (await conn.execute(
+        "SELECT d.member_ids FROM digests d WHERE d.valid_to IS NULL AND d.kind = 'topic' "
+        "ORDER BY d.embedding <=> %s LIMIT %s",
+        (embedder.embed_one(query), RetrievalSettings().digests_expanded))).fetchall()
+    members = [str(m) for row in nearest for m in row[0]]
+    allowed = {r[0] for r in await (await conn.execute(
+        "SELECT text FROM facts WHERE id = ANY(%s::uuid[])", (members,))).fetchall()}
+    assert reached and reached <= allowed
+    assert len(allowed) < len(LEDGER)  # the entity digest would have reached the rest

@@ -114,7 +114,7 @@ class RetrievalSettings(BaseModel):
     )
     candidates: int = Field(50, description="candidates each channel contributes before fusion")
     digests_expanded: int = Field(
-        5, ge=1, description="a `tier: \"hot\"` search expands this many digests nearest the query, and as many "
+        5, ge=1, description="a `tier: \"hot\"` search expands this many topic digests nearest the query, and as many "
         "holding its rarest words, into their members"
     )
     members_per_digest: int = Field(20, ge=1, description="member facts nearest the query taken from each expanded digest")
