@@ -20,15 +20,17 @@ class ConsolidationSettings(BaseModel):
         900.0, gt=0, description="a scope written without pause still runs after this long"
     )
     sweep_minutes: float = Field(60.0, gt=0, description="every scope of every org seen runs at least this often")
-    policy_version: int = Field(1, ge=1, description="recorded with every run and tier move")
+    policy_version: int = Field(2, ge=1, description="recorded with every run and tier move")
     hot_days: float = Field(
         30.0, gt=0, description="a fact written, read or touching an entity read within this many days is hot"
     )
     archive_after_days: float = Field(
         90.0, gt=0, description="a version superseded (ended) more than this many days ago is archived"
     )
+    # The hot tier is what a default-sized search reads in full, so its size sets that search's
+    # cost: at 100,000 a 1M store searches nearly as a 100k one does (docs/BENCHMARKS.md, run aa).
     hot_cap: int = Field(
-        200_000, ge=1, description="hot facts per scope at most; above it the least recently active are demoted"
+        100_000, ge=1, description="hot facts per scope at most; above it the least recently active are demoted"
     )
     digest_min_facts: int = Field(3, ge=1, description="an entity gets a digest once this many current facts touch it")
     digest_facts_per_relation: int = Field(3, ge=1, description="the newest facts a digest quotes per relation")
