@@ -1,6 +1,6 @@
 """Index and statistics upkeep suspended while a restore fills an empty org.
 
-Row by row, a restored fact costs its HNSW insert and a lexical-statistics trigger: about three
+Row by row, a restored fact costs its HNSW insert and the statistics triggers: about three
 quarters of a restore's time at 10k facts. When the org holds no memory yet (nothing anyone reads
 can be missing from an index), the restore drops the HNSW indexes and disables the statistics
 triggers inside its own transaction, then rebuilds both once at the end. Those DDL statements
@@ -16,10 +16,11 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from echo_memory.libs.server.store.fact_tokens import rebuild_scope_total
 from echo_memory.libs.server.store.lexical import rebuild_scope_statistics
 
 TABLES = ("facts", "episodes", "entities")
-TRIGGERS = (("facts", "facts_lexical_stats"), ("episodes", "episodes_lexical_stats"))
+TRIGGERS = (("facts", "facts_lexical_stats"), ("facts", "facts_tokens_inserted"), ("episodes", "episodes_lexical_stats"))
 
 ORG_HOLDS_MEMORY = """
 SELECT EXISTS (SELECT 1 FROM facts) OR EXISTS (SELECT 1 FROM episodes) OR EXISTS (SELECT 1 FROM entities)
@@ -69,9 +70,10 @@ async def suspend(conn: psycopg.AsyncConnection[Any]) -> Suspended | None:
 
 
 async def resume(conn: psycopg.AsyncConnection[Any], suspended: Suspended, scope_ids: list[str]) -> None:
-    """Rebuild the restored scopes' statistics, re-create the indexes and enable the triggers again."""
+    """Rebuild the restored scopes' statistics and token totals, re-create the indexes and enable the triggers again."""
     for scope_id in scope_ids:
         await rebuild_scope_statistics(conn, scope_id)
+        await rebuild_scope_total(conn, scope_id)
     await conn.execute(BUILD_MEMORY)
     for _, definition in suspended.indexes:
         await conn.execute(definition.encode())  # the catalog's own CREATE INDEX text, unchanged

@@ -7,15 +7,12 @@ from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.routes import Route, Routes
 from echo_memory.services.retrieval import recall_cost
-from echo_memory.services.retrieval.recall_cost import DumpCost
 from echo_memory.services.retrieval.search import query_memory
 
 
 def routes(ctx: ServiceContext) -> Routes:
     ctx.model()  # queries are embedded: refuse to start without the model
     settings = ctx.settings.retrieval  # built once at the entry point (ECHO_MEMORY_RETRIEVAL__*)
-
-    dump = DumpCost()
 
     async def handle_query_memory(rc: RequestContext, args: QueryMemoryInput) -> QueryMemoryResult:
         """Ranked facts (and evidence) for the query; the side channels run on a second connection.
@@ -24,7 +21,7 @@ def routes(ctx: ServiceContext) -> Routes:
         and into the metrics.
         """
         result = await query_memory(rc.conn, rc.caller, args, rc.embedder, settings=settings, side=rc.reader)
-        await recall_cost.record(rc.conn, rc.caller, result, dump, ctx.metrics)
+        await recall_cost.record(rc.conn, rc.caller, result, ctx.metrics)
         return result
 
     return [Route(QUERY_MEMORY, handle_query_memory)]

@@ -1,15 +1,12 @@
 """What a recall cost, beside what it saved: facts and tokens returned against a full dump.
 
-A full dump is every active fact of the scopes read pasted whole, the alternative to recall.
-Its size is the sum of the facts' token counts, read per set of scopes at most once every
-DUMP_TTL_SECONDS (a sum over the scope, too slow to repeat on every query of a 100k-fact store),
-so the figure can lag the store by that long. It is the store now, also for an `as_of` read.
+A full dump is every current fact of the scopes read pasted whole, the alternative to recall.
+Its size is kept per scope as facts are written (libs/server/store/fact_tokens.py), so a recall
+reads one row a scope. It is the store now, also for an `as_of` read.
 The figures go on the request's span (attributes below) and into the service's metrics.
 """
 
 from __future__ import annotations
-
-import time
 
 import psycopg
 from opentelemetry import trace
@@ -17,14 +14,8 @@ from opentelemetry import trace
 from echo_memory.libs.core.contracts.bus import Caller
 from echo_memory.libs.core.contracts.query import ItemKind, QueryMemoryResult
 from echo_memory.libs.server.store.access import stored_name
+from echo_memory.libs.server.store.fact_tokens import full_dump_tokens
 from echo_memory.libs.server.telemetry.metrics import ServiceMetrics
-
-DUMP_TTL_SECONDS = 30.0
-FULL_DUMP_TOKENS = """
-SELECT coalesce(sum(f.token_count), 0)::bigint
-FROM facts f JOIN scopes s ON s.id = f.scope_id
-WHERE s.name = ANY(%(names)s) AND f.t_invalid IS NULL
-"""
 
 # Span attribute names (docs/operations.md).
 FACTS_RETURNED = "echo.recall.facts_returned"
@@ -34,31 +25,12 @@ FULL_DUMP = "echo.recall.full_dump_tokens"
 CHANNELS = "echo.recall.channels"
 
 
-class DumpCost:
-    """Full-dump token counts per (org, scope set), each kept for DUMP_TTL_SECONDS."""
-
-    def __init__(self, ttl: float = DUMP_TTL_SECONDS) -> None:
-        self.ttl = ttl
-        self._known: dict[tuple[str, tuple[str, ...]], tuple[float, int]] = {}
-
-    async def tokens(self, conn: psycopg.AsyncConnection, org: str, stored_names: list[str]) -> int:
-        key = (org, tuple(sorted(stored_names)))
-        now = time.monotonic()
-        cached = self._known.get(key)
-        if cached is not None and now - cached[0] < self.ttl:
-            return cached[1]
-        row = await (await conn.execute(FULL_DUMP_TOKENS, {"names": list(key[1])})).fetchone()
-        value = int(row[0]) if row else 0
-        self._known[key] = (now, value)
-        return value
-
-
 async def record(
-    conn: psycopg.AsyncConnection, caller: Caller, result: QueryMemoryResult, dump: DumpCost, metrics: ServiceMetrics
+    conn: psycopg.AsyncConnection, caller: Caller, result: QueryMemoryResult, metrics: ServiceMetrics
 ) -> None:
     """Put the recall's cost on the current span and count it in the metrics."""
     names = [stored_name(caller, name) for name in result.scopes]
-    full = await dump.tokens(conn, caller.org, names)
+    full = await full_dump_tokens(conn, names)
     facts = sum(1 for item in result.results if item.kind == ItemKind.FACT)
     channels = sorted({c for item in result.results for c in item.matched})
     span = trace.get_current_span()

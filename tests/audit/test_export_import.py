@@ -125,6 +125,13 @@ def row_counts(database_url: str) -> dict[str, int]:
         return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in MEMORY_TABLES}  # type: ignore[index]
 
 
+def token_totals(database_url: str) -> dict[str, int]:
+    """Each scope's kept full-dump size, by scope name (ids may be remapped)."""
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute("SELECT s.name, t.active_tokens FROM fact_token_totals t JOIN scopes s ON s.id = t.scope_id")
+        return {r[0]: r[1] for r in rows}
+
+
 async def test_round_trip_through_the_cli_restores_identical_content(
     stack: EchoStack, registered_second_org: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -157,6 +164,8 @@ async def test_round_trip_through_the_cli_restores_identical_content(
     again = await export_text(Settings(org=target_org, nats_url=stack.nats_url))
     assert body(again) == apply_map(body(file.read_text()), result["id_map"])
     assert row_counts(target_url) == row_counts(stack.database_url)
+    # A restore into an empty org suspends the insert triggers and recomputes the totals at the end.
+    assert token_totals(target_url) == token_totals(stack.database_url) and len(token_totals(target_url)) == 3
 
     # The restored org works: trace_cause over the imported hinted fact, as an agent of that org.
     # (Over the bus: the edge serves only its own org's tokens.)
