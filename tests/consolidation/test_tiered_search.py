@@ -65,7 +65,10 @@ async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only
     # A member that shares no word with the query keeps its cosine alone.
     assert dict(await _query(handlers, "when does money go out to merchants each evening", tier="hot")).get(OLD) == [
         "via_digest"]
-    full = dict(await _query(handlers, "fax invoices converted to PDF"))
+    # The default is the hot search; `tier: "all"` is the deep one, where the facts channels find it.
+    assert await _query(handlers, "fax invoices converted to PDF") == await _query(
+        handlers, "fax invoices converted to PDF", tier="hot")
+    full = dict(await _query(handlers, "fax invoices converted to PDF", tier="all"))
     assert LONE in full and "dense" in full[LONE]
     # Looking into the past searches every tier whatever `tier` says.
     past = dict(await _query(handlers, "fax invoices converted to PDF", tier="hot", as_of=datetime.now(UTC).isoformat()))

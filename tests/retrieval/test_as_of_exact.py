@@ -33,7 +33,9 @@ def _episode(scope: str, topic: str) -> dict:
 
 async def _ask(conn: psycopg.AsyncConnection, embedder: MiniLM, as_of: str | None, threshold: int) -> list[str]:
     settings = RetrievalSettings(hnsw_threshold=threshold, channels=("dense",))
-    args = QueryMemoryInput(query="where does the auth service keep its records?", scope="asof", top_k=3, as_of=as_of)
+    # Every tier: a hot search of a scope no run has placed reads its few facts exactly, never by HNSW.
+    args = QueryMemoryInput(query="where does the auth service keep its records?", scope="asof", top_k=3, as_of=as_of,
+                            tier="all")
     result = await query_memory(conn, ADMIN, args, embedder, settings)
     return [item.text for item in result.results]
 

@@ -27,7 +27,7 @@ class Channel(StrEnum):
     LEXICAL = "lexical"
     GRAPH = "graph"
     NEIGHBOUR = "neighbour"  # a turn adjacent to another candidate in its session
-    VIA_DIGEST = "via_digest"  # a member of an entity digest near the query (tier hot)
+    VIA_DIGEST = "via_digest"  # a member of a digest near the query (tier hot)
     ABOUT = "about"
     DIGEST = "digest"
 
@@ -48,8 +48,9 @@ class QueryMemoryInput(StrictModel):
     digest: bool = Field(False, description="newest active facts, no query")
     include_episodes: bool = Field(True, description="also search raw evidence (turns, documents)")
     tier: Literal["all", "hot"] = Field(
-        "all", description="all: search every fact (default); hot: hot facts, plus the facts of the entity digests "
-        "nearest the query (a consolidated store's bounded search; as_of always searches every tier)",
+        "hot", description="hot (default): hot facts, plus members of the digests nearest the query and of those "
+        "holding its rarest words (a consolidated store's bounded search; every fact is hot until a run places it); "
+        "all: every fact, the deep search; as_of always searches every tier",
     )
     max_tokens: int | None = Field(None, ge=1, le=100_000, description="stop adding results past this")
 
@@ -67,7 +68,7 @@ class MemoryItem(BaseModel):
     rank: int
     matched: list[str] = Field(
         description="channels that found it: dense, lexical, graph, neighbour (an adjacent turn), about, digest, "
-        "via_digest (a member of an entity digest near the query, tier hot)"
+        "via_digest (a member of a digest near the query, tier hot)"
     )
     tokens: int
     provenance: Provenance

@@ -14,8 +14,9 @@ Two histories:
 At each size it measures three arms on the same queries:
 
 - flat: exact cosine over every visible fact of the scope (the ceiling a vector search can reach);
-- all: `query_memory` as it ranks by default (`tier: "all"`);
-- hot: `query_memory` with `tier: "hot"` after `consolidate` (hot facts plus the nearest digests).
+- all: `query_memory` over every fact (`tier: "all"`, the deep search), before the run;
+- hot: `query_memory` as it searches by default (`tier: "hot"`) after `consolidate` (hot facts
+  plus the digests nearest the query and those holding its rarest words).
 
 It reports hit@10, recall@10 and MRR@10 with bootstrap intervals, the gold facts' tiers and how
 many were reached through a digest, latency, CPU per query of this process (the services run
@@ -267,7 +268,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         await conn.execute(BACKDATE_OWN_READS)
         cpu, started, pg_cpu = time.process_time(), time.perf_counter(), tree_cpu_seconds(postgres)
         run_cpu = run_process_cpu_seconds()
-        _phase(show, distractors, "searched before the run (as_of, flat, default)")
+        _phase(show, distractors, "searched before the run (as_of, flat, every tier)")
         result = await call("consolidation", "consolidate", {"scope": scope})
         cost = {"wall_s": round(time.perf_counter() - started, 2), "process_cpu_s": round(time.process_time() - cpu, 2),
                 "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 2),
