@@ -89,6 +89,7 @@ class Corpus:
     scopes_with_stats: int = 0
     has_rows: bool = False  # whether the corpus holds any searchable row, statistics or not
     hot_pending: int = 0  # facts waiting for a run to enter the hot tier's indexes (counted up to a cap)
+    has_digests: bool = False  # whether a run left current digests in the scopes read (facts only)
 
     @property
     def name(self) -> str:
@@ -101,7 +102,10 @@ def corpus_sizes(rows: list[tuple[Any, ...]]) -> dict[ItemKind, Corpus]:
     sizes: dict[ItemKind, Corpus] = {}
     for kind, name in CORPUS_NAMES.items():
         r = found.get(name)
-        sizes[kind] = Corpus(kind, int(r[1]), r[2], int(r[3]), bool(r[4]), int(r[5])) if r is not None else Corpus(kind)
+        if r is None:
+            sizes[kind] = Corpus(kind)
+        else:
+            sizes[kind] = Corpus(kind, int(r[1]), r[2], int(r[3]), bool(r[4]), int(r[5]), bool(r[6]))
     return sizes
 
 

@@ -75,7 +75,9 @@ SELECT c.corpus, coalesce(sum(ls.doc_count), 0)::bigint AS docs, min(ls.format_v
        CASE c.corpus WHEN 'facts' THEN
            (SELECT count(*) FROM (SELECT 1 FROM hot_pending p WHERE p.scope_id = ANY(%(scope_ids)s)
                                   LIMIT {HOT_PENDING_EXACT + 1}) AS waiting)
-       ELSE 0 END AS hot_pending
+       ELSE 0 END AS hot_pending,
+       c.corpus = 'facts' AND EXISTS (
+           SELECT 1 FROM digests d WHERE d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL) AS has_digests
 FROM (VALUES ('facts'), ('episodes')) AS c(corpus)
 LEFT JOIN lexical_stats ls ON ls.corpus = c.corpus AND ls.scope_id = ANY(%(scope_ids)s)
 GROUP BY c.corpus

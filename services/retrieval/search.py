@@ -276,7 +276,8 @@ async def _candidates(
             if isinstance(outcome, BaseException):
                 raise outcome
     await wait_vector()
-    if search.hot and facts.docs > 0:
+    # Without current digests (a store no run has placed) every fact is hot: nothing to expand.
+    if search.hot and facts.docs > 0 and facts.has_digests:
         with steps.step("channel_via_digest"):
             members = await ch.via_digests(conn, pool, search)
         if Channel.LEXICAL in on:

@@ -1,5 +1,5 @@
-"""query_memory `tier: "hot"`: hot facts through every channel, consolidated facts only through the
-digests nearest the query (and then scored on words too); `all` (the default) and `as_of` see every tier."""
+"""query_memory `tier: "hot"` (the default): hot facts through every channel, consolidated facts only
+through the digests nearest the query (and then scored on words too); `all` and `as_of` see every tier."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.core.config.retrieval import QualityGates, RetrievalSettings
 from echo_memory.libs.core.config.settings import Settings
 from echo_memory.libs.server.embed import MiniLM
+from echo_memory.libs.server.telemetry import steps
 from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval.queries import EF_SEARCH
 
@@ -149,3 +150,33 @@ async def test_a_hot_search_expands_topics_not_an_entity_digest(handlers: Handle
         "SELECT text FROM facts WHERE id = ANY(%s::uuid[])", (members,))).fetchall()}
     assert reached and reached <= allowed
     assert len(allowed) < len(LEDGER)  # the entity digest would have reached the rest
+
+
+async def _timed_query(handlers: Handlers, query: str) -> tuple[list[tuple[str, list[str]]], set[str]]:
+    """The default search's results and the steps it ran."""
+    sink = steps.collect()
+    try:
+        found = await _query(handlers, query)
+    finally:
+        steps.stop()
+    [timings] = [t for verb, t in sink if verb == "query_memory"]
+    return found, set(timings)
+
+
+async def test_a_store_no_run_has_placed_is_searched_without_asking_for_digests(handlers: Handlers) -> None:
+    entities = [{"name": n, "type": t} for n, t in [("Ledger service", "service"), ("Payouts", "process"),
+                                                      ("Fax gateway", "service"), ("PDF", "format")]]
+    facts = [_fact("Ledger service", "Payouts", "settles", OLD), _fact("Fax gateway", "PDF", "converts to", LONE)]
+    written = await handlers.call(_caller(handlers), "writes", "write_episode",
+                                  {"session_id": "s", "entities": entities, "facts": facts})
+    assert written["stored"] is True
+    query = "fax invoices converted to PDF"
+    before, ran = await _timed_query(handlers, query)
+    assert "channel_via_digest" not in ran and "channel_dense" in ran
+    assert before == await _query(handlers, query, tier="all")  # every fact is hot: the same search
+
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    after, ran = await _timed_query(handlers, query)
+    assert "channel_via_digest" in ran  # the run left digests (the facts stay hot: the queries read them)
+    assert "via_digest" in dict(after)[LONE]
