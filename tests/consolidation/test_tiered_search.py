@@ -27,6 +27,16 @@ async def _query(handlers: Handlers, query: str, **extra: Any) -> list[tuple[str
     return [(item["text"], item["matched"]) for item in result["results"]]
 
 
+async def _write_ledger_and_fax(handlers: Handlers) -> None:
+    """Two unrelated facts in one write: the ledger's nightly payouts (OLD) and the fax gateway's (LONE)."""
+    entities = [{"name": n, "type": t} for n, t in [("Ledger service", "service"), ("Payouts", "process"),
+                                                      ("Fax gateway", "service"), ("PDF", "format")]]
+    facts = [_fact("Ledger service", "Payouts", "settles", OLD), _fact("Fax gateway", "PDF", "converts to", LONE)]
+    written = await handlers.call(_caller(handlers), "writes", "write_episode",
+                                  {"session_id": "s", "entities": entities, "facts": facts})
+    assert written["stored"] is True
+
+
 async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only(handlers: Handlers) -> None:
     entities = [{"name": n, "type": t} for n, t in [("Ledger service", "service"), ("Payouts", "process"),
                                                       ("gRPC", "protocol"), ("Postgres", "database"),
@@ -77,12 +87,7 @@ async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only
 
 
 async def test_a_hot_search_reaches_a_consolidated_fact_by_its_rare_words(handlers: Handlers, embedder: MiniLM) -> None:
-    entities = [{"name": n, "type": t} for n, t in [("Ledger service", "service"), ("Payouts", "process"),
-                                                      ("Fax gateway", "service"), ("PDF", "format")]]
-    facts = [_fact("Ledger service", "Payouts", "settles", OLD), _fact("Fax gateway", "PDF", "converts to", LONE)]
-    written = await handlers.call(_caller(handlers), "writes", "write_episode",
-                                  {"session_id": "s", "entities": entities, "facts": facts})
-    assert written["stored"] is True
+    await _write_ledger_and_fax(handlers)
     await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
     await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
     # One digest expanded per route: the nearest in meaning holds the gateway's fact, and only a
@@ -164,12 +169,7 @@ async def _timed_query(handlers: Handlers, query: str) -> tuple[list[tuple[str, 
 
 
 async def test_a_store_no_run_has_placed_is_searched_without_asking_for_digests(handlers: Handlers) -> None:
-    entities = [{"name": n, "type": t} for n, t in [("Ledger service", "service"), ("Payouts", "process"),
-                                                      ("Fax gateway", "service"), ("PDF", "format")]]
-    facts = [_fact("Ledger service", "Payouts", "settles", OLD), _fact("Fax gateway", "PDF", "converts to", LONE)]
-    written = await handlers.call(_caller(handlers), "writes", "write_episode",
-                                  {"session_id": "s", "entities": entities, "facts": facts})
-    assert written["stored"] is True
+    await _write_ledger_and_fax(handlers)
     query = "fax invoices converted to PDF"
     before, ran = await _timed_query(handlers, query)
     assert "channel_via_digest" not in ran and "channel_dense" in ran
