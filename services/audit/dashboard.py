@@ -39,6 +39,7 @@ from echo_memory.libs.core.contracts.demo import is_demo_scope
 from echo_memory.libs.core.contracts.errors import InvalidArgument, NotFound
 from echo_memory.libs.core.contracts.instants import Instant, parse_span
 from echo_memory.libs.server.store.access import Scope, public_name, resolve_read_scopes
+from echo_memory.libs.server.store.fact_tokens import full_dump_tokens
 from echo_memory.services.audit import graph_layout
 from echo_memory.services.audit.access import readable_scopes
 
@@ -149,8 +150,7 @@ async def recall_cost(conn: psycopg.AsyncConnection, caller: Caller, args: Recal
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(sql("dashboard_recall_cost"), params)
         rows = await cur.fetchall()
-        await cur.execute(sql("dashboard_full_dump"), params)
-        dump = await cur.fetchone()
+    dump = await full_dump_tokens(conn, [s.stored_name for s in scopes])
     agents: dict[str, AgentRecallCost] = {}
     days: dict[str, DayRecallCost] = {}
     for r in rows:
@@ -171,7 +171,7 @@ async def recall_cost(conn: psycopg.AsyncConnection, caller: Caller, args: Recal
         reads_with_results=sum(a.reads_with_results for a in per_agent),
         facts_returned=sum(a.facts_returned for a in per_agent),
         episodes_returned=sum(a.episodes_returned for a in per_agent), tokens=sum(a.tokens for a in per_agent),
-        full_dump_tokens=int(dump["tokens"]) if dump else 0,
+        full_dump_tokens=dump,
         agents=per_agent, days=[days[k] for k in sorted(days)],
     )
 

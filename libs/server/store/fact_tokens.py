@@ -2,8 +2,8 @@
 
 A full dump is every current fact of the scopes read pasted whole, the alternative to recall.
 `fact_token_totals` holds its size per scope, so reading it is one row a scope; a scope without a
-row holds no current fact with tokens. A restore that suspends the insert trigger recomputes its
-scopes' totals here.
+row holds no current fact with tokens. Recall and the dashboard read it through `full_dump_tokens`;
+a restore that suspends the insert trigger recomputes its scopes' totals here.
 """
 
 from __future__ import annotations
