@@ -370,14 +370,18 @@ WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 # table's rows: an exact scan of a small corpus, the ts_rank fallback, the graph's edge walk.
 _NOT_TIERED = "NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)"
 _VISIBLE_HOT = _VISIBLE + f"AND {_NOT_TIERED}\n"
-_HOT_INDEXED = "hot_facts h JOIN facts f ON f.id = h.fact_id"
+# A copy in `hot_facts` holds its fact's scope and validity (migration 0028), so the rows a hot
+# search ranks there are filtered without a lookup in `facts` (three index pages a row).
+_HOT_INDEXED_VISIBLE = (
+    "h.scope_id = ANY(%(scope_ids)s) AND h.t_valid <= %(at)s AND (h.t_invalid IS NULL OR h.t_invalid > %(at)s)"
+)
 _HOT_PENDING = "hot_pending p JOIN facts f ON f.id = p.fact_id"
 _PENDING_VISIBLE = f"p.scope_id = ANY(%(scope_ids)s) AND {_VISIBLE} AND {_NOT_TIERED}"
 
 _HOT_DENSE_INDEXED = f"""
-SELECT f.id::text AS id, 1 - (h.embedding <=> %(embedding)s) AS cos
-FROM {_HOT_INDEXED}
-WHERE {_VISIBLE}
+SELECT h.fact_id::text AS id, 1 - (h.embedding <=> %(embedding)s) AS cos
+FROM hot_facts h
+WHERE {_HOT_INDEXED_VISIBLE}
 ORDER BY h.embedding <=> %(embedding)s
 LIMIT %(limit)s
 """
@@ -399,10 +403,10 @@ LIMIT %(limit)s
 
 def _hot_indexed(rel: str, guard: str = "") -> str:
     """Lexical candidates from `hot_facts`' own lexical index."""
-    return f"""SELECT f.id, h.tsv, h.tsv_length, h.embedding <=> %(embedding)s AS dist
-    FROM {_HOT_INDEXED}, {rel}
-    WHERE {guard}{_VISIBLE} AND h.tsv @@ {rel}.tsq
-    ORDER BY dist, f.id
+    return f"""SELECT h.fact_id AS id, h.tsv, h.tsv_length, h.embedding <=> %(embedding)s AS dist
+    FROM hot_facts h, {rel}
+    WHERE {guard}{_HOT_INDEXED_VISIBLE} AND h.tsv @@ {rel}.tsq
+    ORDER BY dist, h.fact_id
     LIMIT {LEXICAL_CANDIDATES}"""
 
 

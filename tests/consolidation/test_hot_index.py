@@ -104,3 +104,36 @@ async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_
     await handlers.admin_call("writes", "forget", {"fact_id": later, "confirm": True, "reason": "request"})
     assert await _texts(handlers, HOT_FACTS) == {OLD, NEW, LONE}
     assert ids and await _texts(handlers, PENDING) == set()
+
+
+RESTATED = "The ledger service settles card payouts every hour."
+STALE_COPIES = """
+SELECT count(*) FROM hot_facts h JOIN facts f ON f.id = h.fact_id
+WHERE h.t_valid IS DISTINCT FROM f.t_valid OR h.t_invalid IS DISTINCT FROM f.t_invalid
+"""
+
+
+async def test_a_hot_fact_ended_or_dated_after_the_run_leaves_the_hot_search_at_once(
+        handlers: Handlers, embedder: MiniLM) -> None:
+    await _write(handlers, [_fact("Ledger service", "Payouts", "settles", OLD),
+                            _fact("Fax gateway", "PDF", "converts to", LONE)])
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    assert await _texts(handlers, HOT_FACTS) == {OLD, LONE}
+    hnsw = Handlers(handlers.conn, handlers.org, embedder,
+                    Settings(org=handlers.org, retrieval=RetrievalSettings(hnsw_threshold=0)))
+    payouts, pdf = "when does the ledger settle card payouts", "which gateway converts invoices to PDF"
+    assert {"dense", "lexical"} <= set((await _search(hnsw, payouts))[OLD])
+
+    # A new version of the edge ends the old one; the copy in `hot_facts` says so with it, so the
+    # hot search (which filters the copies alone) returns the new version and not the ended one.
+    await _write(handlers, [_fact("Ledger service", "Payouts", "settles", RESTATED)])
+    assert OLD in await _texts(handlers, HOT_FACTS)
+    assert await (await handlers.conn.execute(STALE_COPIES)).fetchone() == (0,)
+    found = await _search(hnsw, payouts)
+    assert OLD not in found and {"dense", "lexical"} <= set(found[RESTATED])
+
+    # A fact dated into the future (a bulk update of its validity) is not visible now either.
+    assert LONE in await _search(hnsw, pdf)
+    await handlers.conn.execute("UPDATE facts SET t_valid = now() + interval '1 day' WHERE text = %s", (LONE,))
+    assert await (await handlers.conn.execute(STALE_COPIES)).fetchone() == (0,)
+    assert LONE not in await _search(hnsw, pdf)
