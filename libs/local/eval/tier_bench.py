@@ -218,8 +218,10 @@ async def load_org(database_url: str, scope: str, size: int, embedder: MiniLM, s
         results = await load_reads(conn, scope, ids, org.reads(max(1, size // READS_PER_FACT)))
         await conn.commit()
         await conn.set_autocommit(True)
-        for table in ("facts", "entities", "episodes", "reads", "read_results"):
-            await conn.execute(f"VACUUM ANALYZE {table}")  # as autovacuum would shortly after a bulk load
+        # As autovacuum would shortly after a bulk load. The lexical statistics too: without them the
+        # planner took a scope's terms for one row and read every term of the scope on each query.
+        for table in ("facts", "entities", "episodes", "reads", "read_results", "lexical_df", "lexical_stats"):
+            await conn.execute(f"VACUUM ANALYZE {table}")
         pg_cpu = tree_cpu_seconds(postgres) - pg_cpu
     _phase(show, size, f"loaded: {time.perf_counter() - started:.0f} s wall, {time.process_time() - cpu:.0f} s CPU "
                        f"of this process, {pg_cpu:.0f} s of Postgres, vectors {'cached' if cached else 'computed'}")
