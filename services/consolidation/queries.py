@@ -99,7 +99,7 @@ INDEX_PENDING_HOT = """
 WITH taken AS (
     DELETE FROM hot_pending p WHERE p.scope_id = %(scope_id)s RETURNING p.fact_id
 )
-INSERT INTO hot_facts (fact_id, scope_id, embedding, tsv, tsv_length, t_valid, t_invalid)
+INSERT INTO hot_facts (fact_id, scope_id, embedding, tsv, tsv_length, visible_from, visible_until)
 SELECT f.id, f.scope_id, f.embedding, f.tsv, f.tsv_length, f.t_valid, f.t_invalid
 FROM taken JOIN facts f ON f.id = taken.fact_id
 WHERE NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)

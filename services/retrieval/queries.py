@@ -370,10 +370,12 @@ WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 # table's rows: an exact scan of a small corpus, the ts_rank fallback, the graph's edge walk.
 _NOT_TIERED = "NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)"
 _VISIBLE_HOT = _VISIBLE + f"AND {_NOT_TIERED}\n"
-# A copy in `hot_facts` holds its fact's scope and validity (migration 0028), so the rows a hot
-# search ranks there are filtered without a lookup in `facts` (three index pages a row).
+# A copy in `hot_facts` holds its fact's scope and when it is visible (migration 0028: a fact
+# whose validity changes leaves for `hot_pending`), so the rows a hot search ranks there are
+# filtered without a lookup in `facts` (three index pages a row).
 _HOT_INDEXED_VISIBLE = (
-    "h.scope_id = ANY(%(scope_ids)s) AND h.t_valid <= %(at)s AND (h.t_invalid IS NULL OR h.t_invalid > %(at)s)"
+    "h.scope_id = ANY(%(scope_ids)s) AND h.visible_from <= %(at)s"
+    " AND (h.visible_until IS NULL OR h.visible_until > %(at)s)"
 )
 _HOT_PENDING = "hot_pending p JOIN facts f ON f.id = p.fact_id"
 _PENDING_VISIBLE = f"p.scope_id = ANY(%(scope_ids)s) AND {_VISIBLE} AND {_NOT_TIERED}"

@@ -106,10 +106,12 @@ async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_
     assert ids and await _texts(handlers, PENDING) == set()
 
 
+
 RESTATED = "The ledger service settles card payouts every hour."
-STALE_COPIES = """
+# A copy's window is its fact's validity when the run copied it (and never changes after).
+WRONG_WINDOWS = """
 SELECT count(*) FROM hot_facts h JOIN facts f ON f.id = h.fact_id
-WHERE h.t_valid IS DISTINCT FROM f.t_valid OR h.t_invalid IS DISTINCT FROM f.t_invalid
+WHERE h.visible_from IS DISTINCT FROM f.t_valid OR h.visible_until IS DISTINCT FROM f.t_invalid
 """
 
 
@@ -119,21 +121,28 @@ async def test_a_hot_fact_ended_or_dated_after_the_run_leaves_the_hot_search_at_
                             _fact("Fax gateway", "PDF", "converts to", LONE)])
     await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
     assert await _texts(handlers, HOT_FACTS) == {OLD, LONE}
+    assert await (await handlers.conn.execute(WRONG_WINDOWS)).fetchone() == (0,)
     hnsw = Handlers(handlers.conn, handlers.org, embedder,
                     Settings(org=handlers.org, retrieval=RetrievalSettings(hnsw_threshold=0)))
     payouts, pdf = "when does the ledger settle card payouts", "which gateway converts invoices to PDF"
     assert {"dense", "lexical"} <= set((await _search(hnsw, payouts))[OLD])
 
-    # A new version of the edge ends the old one; the copy in `hot_facts` says so with it, so the
-    # hot search (which filters the copies alone) returns the new version and not the ended one.
+    # A new version of the edge ends the old one: its copy (which the hot search filters alone)
+    # goes, and the ended fact waits with the new one in `hot_pending`, read against `facts`.
     await _write(handlers, [_fact("Ledger service", "Payouts", "settles", RESTATED)])
-    assert OLD in await _texts(handlers, HOT_FACTS)
-    assert await (await handlers.conn.execute(STALE_COPIES)).fetchone() == (0,)
+    assert await _texts(handlers, HOT_FACTS) == {LONE}
+    assert await _texts(handlers, PENDING) == {OLD, RESTATED}
+    found = await _search(hnsw, payouts)
+    assert OLD not in found and {"dense", "lexical"} <= set(found[RESTATED])
+    # The next run copies what it keeps hot, each copy with its fact's window as it is then.
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    assert RESTATED in await _texts(handlers, HOT_FACTS) and await _texts(handlers, PENDING) == set()
+    assert await (await handlers.conn.execute(WRONG_WINDOWS)).fetchone() == (0,)
     found = await _search(hnsw, payouts)
     assert OLD not in found and {"dense", "lexical"} <= set(found[RESTATED])
 
-    # A fact dated into the future (a bulk update of its validity) is not visible now either.
+    # A fact dated into the future (an update of its validity) is not visible now either.
     assert LONE in await _search(hnsw, pdf)
     await handlers.conn.execute("UPDATE facts SET t_valid = now() + interval '1 day' WHERE text = %s", (LONE,))
-    assert await (await handlers.conn.execute(STALE_COPIES)).fetchone() == (0,)
+    assert LONE not in await _texts(handlers, HOT_FACTS) and LONE in await _texts(handlers, PENDING)
     assert LONE not in await _search(hnsw, pdf)
