@@ -130,7 +130,7 @@ SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
 
 
 def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool, matching: Matching | None = None,
-          recheck: str = "") -> str:
+          recheck: bool = False) -> str:
     """BM25 over one corpus, from the per-scope statistics the write triggers maintain.
 
     `pairs`: the statement for corpora larger than LEXICAL_CANDIDATES, which draws candidates
@@ -140,8 +140,8 @@ def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool, mat
     idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)); tf = positions of the lexeme in the row's
     tsvector; document length = all positions (`tsv_length`, stored per row by migration 0005).
     Several scopes are read as one corpus (their counts are summed). `matching` says where the
-    candidates come from (default: the table's own rows and lexical index); `recheck`, a condition
-    on the returned rows (alias `t`) that the candidates' source could not check itself.
+    candidates come from (default: the table's own rows and lexical index); `recheck` applies
+    `visible` to the returned rows too, for a source that could not check it itself.
 
     Besides the score, each row carries what the coordination and proximity boosts need: how
     many distinct query terms it matched (`matched`, of `terms` query terms the corpus knows),
@@ -154,7 +154,7 @@ def _bm25(table: str, alias: str, corpus: str, visible: str, *, pairs: bool, mat
     the query, then id. By id alone, which of them made the `limit` depended on the random ids an
     import drew, so two imports of the same conversation ranked differently.
     """
-    also = f" AND {recheck}" if recheck else ""
+    also = f" AND {visible}" if recheck else ""
     return f"""
 WITH {_query_terms(corpus)},
 sel AS (
@@ -189,8 +189,8 @@ SELECT s.id::text, s.lex,
        CASE WHEN s.first THEN
            (SELECT jsonb_object_agg(q.term, coalesce(q.positions::int[], '{{}}')) FROM q) END AS query_positions,
        CASE WHEN s.first THEN (SELECT jsonb_object_agg(idf.term, idf.idf) FROM idf) END AS idfs
-FROM (SELECT scored.*, t.tsv, row_number() OVER (ORDER BY scored.lex DESC, scored.dist, scored.id) = 1 AS first
-      FROM scored JOIN {table} t ON t.id = scored.id{also}) s
+FROM (SELECT scored.*, {alias}.tsv, row_number() OVER (ORDER BY scored.lex DESC, scored.dist, scored.id) = 1 AS first
+      FROM scored JOIN {table} {alias} ON {alias}.id = scored.id{also}) s
 ORDER BY s.lex DESC, s.dist, s.id
 """
 
@@ -376,13 +376,10 @@ _VISIBLE_HOT = _VISIBLE + f"AND {_NOT_TIERED}\n"
 # A copy in `hot_facts` holds its fact's scope and its validity when the run copied it (migration
 # 0028), so the rows a hot search ranks there are filtered without a lookup in `facts` (three
 # index pages a row). A fact ended or dated after its copy was made still passes that filter: the
-# rows a statement returns are checked against `facts` (_HOT_RECHECK), a few dozen lookups.
+# rows a statement returns are checked against `facts` (_VISIBLE again), a few dozen lookups.
 _HOT_INDEXED_VISIBLE = (
     "h.scope_id = ANY(%(scope_ids)s) AND h.visible_from <= %(at)s"
     " AND (h.visible_until IS NULL OR h.visible_until > %(at)s)"
-)
-_HOT_RECHECK = (
-    "t.scope_id = ANY(%(scope_ids)s) AND t.t_valid <= %(at)s AND (t.t_invalid IS NULL OR t.t_invalid > %(at)s)"
 )
 _HOT_PENDING = "hot_pending p JOIN facts f ON f.id = p.fact_id"
 _PENDING_VISIBLE = f"p.scope_id = ANY(%(scope_ids)s) AND {_VISIBLE} AND {_NOT_TIERED}"
@@ -395,9 +392,8 @@ SELECT c.id::text AS id, c.cos FROM (
     ORDER BY h.embedding <=> %(embedding)s
     LIMIT %(limit)s
 ) c
-JOIN facts t ON t.id = c.id
-WHERE {_HOT_RECHECK}
-"""
+JOIN facts f ON f.id = c.id
+WHERE {_VISIBLE}"""
 _HOT_DENSE_PENDING = f"""
 SELECT f.id::text, 1 - (f.embedding <=> %(embedding)s)
 FROM {_HOT_PENDING}
@@ -452,17 +448,17 @@ HOT_ONLY: dict[str, str] = {
     **_FILTERED,
     DENSE_FACTS_HNSW: HOT_DENSE_FACTS_HNSW,
     LEXICAL_FACTS_BM25: _bm25("facts", "f", "facts", _VISIBLE, pairs=False, matching=_hot_with_pending,
-                              recheck=_HOT_RECHECK),
+                              recheck=True),
     LEXICAL_FACTS_BM25_PAIRS: _bm25("facts", "f", "facts", _VISIBLE, pairs=True, matching=_hot_with_pending,
-                                    recheck=_HOT_RECHECK),
+                                    recheck=True),
 }
 HOT_INDEXED_ONLY: dict[str, str] = {
     **_FILTERED,
     DENSE_FACTS_HNSW: _HOT_DENSE_INDEXED,
     LEXICAL_FACTS_BM25: _bm25("facts", "f", "facts", _VISIBLE, pairs=False, matching=_hot_indexed,
-                              recheck=_HOT_RECHECK),
+                              recheck=True),
     LEXICAL_FACTS_BM25_PAIRS: _bm25("facts", "f", "facts", _VISIBLE, pairs=True, matching=_hot_indexed,
-                                    recheck=_HOT_RECHECK),
+                                    recheck=True),
 }
 assert all(hot != sql for sql, hot in [*HOT_ONLY.items(), *HOT_INDEXED_ONLY.items(), *HOT_FILTERED.items()])
 

@@ -106,8 +106,6 @@ async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_
     assert ids and await _texts(handlers, PENDING) == set()
 
 
-
-
 RESTATED = "The ledger service settles card payouts every hour."
 RETRIED = "The fax gateway retries a failed transmission after ten minutes."
 # A copy's window is its fact's validity when the run copied it.
