@@ -31,8 +31,10 @@ async def _rows(handlers: Handlers, sql: str, params: dict | None = None) -> lis
 
 
 async def _lexical_rows(handlers: Handlers, embedder: MiniLM, sql: str, query: str) -> list[tuple]:
-    """The rows one lexical statement returns for `query` over the `shared` scope."""
+    """The rows one lexical statement returns for `query` over the `shared` scope, in a transaction
+    set up as query_memory sets it (the planner may walk the vector index to pick candidates)."""
     scope_id = (await _rows(handlers, "SELECT id FROM scopes WHERE name='shared'"))[0][0]
+    await handlers.conn.execute(q.HNSW_SETTINGS)
     return await _rows(
         handlers, sql,
         {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10, "embedding": embedder.embed_one(query)},
@@ -159,6 +161,28 @@ async def test_rows_holding_both_rarest_terms_are_candidates_however_far_their_m
     # Two common terms that never share a row: the rows matching either are the candidates.
     apart = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, "zephyr walrus")
     assert len(apart) == 10 and all(r[3] == 1 for r in apart)
+
+
+async def test_rows_holding_both_rarest_terms_are_candidates_when_the_vector_index_picks_them(
+    handlers: Handlers, embedder: MiniLM
+) -> None:
+    # Which path picks the candidates is the planner's choice, from the table's statistics. Through
+    # the HNSW index, a walk that stops at ef_search rows finds none of the three far-off rows, and
+    # the statement scored the nearest rows holding one term instead; query_memory's settings keep
+    # the walk going until enough rows pass. The other paths are taken away here to force that one.
+    docs, both = _pair_corpus()
+    episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(docs)]
+    ids = (await handlers.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    for statement in ("SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off",
+                      "DROP INDEX episodes_searchable_idx", "DROP INDEX episodes_scope_idx"):
+        await handlers.conn.execute(statement)  # undone with the test's transaction
+    query = "zephyr quokka sunshine forecast today"
+    plan = await _rows(handlers, "EXPLAIN " + q.LEXICAL_EPISODES_BM25_PAIRS, {
+        "scope_ids": [(await _rows(handlers, "SELECT id FROM scopes WHERE name='shared'"))[0][0]], "at": "infinity",
+        "query": query, "limit": 10, "embedding": embedder.embed_one(query)})
+    assert any("episodes_embedding_hnsw" in line for (line,) in plan)
+    rows = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, query)
+    assert {str(r[0]) for r in rows} == {ids[i] for i in both}
 
 
 async def test_text_without_cjk_gets_exactly_the_english_tsvector(handlers: Handlers) -> None:
