@@ -200,30 +200,21 @@ WHERE d.ended_by_run = %(run_id)s AND d.scope_id = %(scope_id)s AND d.run_id <> 
 _TOP_NODE = """NOT (d.brief_rank = 2 AND EXISTS (
           SELECT 1 FROM digests a WHERE a.scope_id = d.scope_id AND a.valid_to IS NULL AND a.kind = 'area'
           AND a.parts @> ARRAY[d.subject_id]))"""
-_IN_PROJECT = "({t}.projects && %(projects)s::text[] OR echo_project_tails({t}.projects) && %(projects)s::text[])"
-# A topic an area holds is among that area's members, so it is in the project only if the area
-# is: the project branch sets held topics aside with one hashed set of the project's areas' parts,
-# not a GIN probe a topic (~6 pages each: 141 probes, 80% of the branch's pages, for the busiest
-# project of a 10k-fact store, whose topics nearly all sit in an area; they grow with the store).
-_PROJECT_TOP_NODE = f"""(d.brief_rank <> 2 OR d.subject_id NOT IN (
-          SELECT p FROM digests a, unnest(a.parts) AS p
-          WHERE a.scope_id = ANY(%(scope_ids)s::uuid[]) AND a.valid_to IS NULL AND a.kind = 'area'
-            AND {_IN_PROJECT.format(t="a")}))"""
 BRIEF_ORDER = f"""
 WITH in_project AS (
-    -- Sorted first (OFFSET 0 keeps the check out of the sort's input), so the top-node check sees
-    -- only the first rows, not every topic of the project; the rows keep that order.
+    -- Sorted first (OFFSET 0 keeps the check out of the sort's input), so the top-node check probes
+    -- only the topics the first rows reach, not every topic of the project; the rows keep that order.
     SELECT d.id, true AS in_project, d.brief_rank AS rank, d.member_count AS facts, d.last_seen, d.token_count
     FROM (
         SELECT d.id, d.scope_id, d.subject_id, d.brief_rank, d.member_count, d.last_seen, d.token_count
         FROM digests d
         WHERE cardinality(%(projects)s::text[]) > 0
           AND d.scope_id = ANY(%(scope_ids)s::uuid[]) AND d.valid_to IS NULL
-          AND {_IN_PROJECT.format(t="d")}
+          AND (d.projects && %(projects)s::text[] OR echo_project_tails(d.projects) && %(projects)s::text[])
         ORDER BY d.brief_rank, d.last_seen DESC, d.member_count DESC, d.id
         OFFSET 0
     ) AS d
-    WHERE {_PROJECT_TOP_NODE}
+    WHERE {_TOP_NODE}
     LIMIT %(rows)s
 ), first_rows AS (
     SELECT f.* FROM unnest(%(scope_ids)s::uuid[]) AS sc(id)
