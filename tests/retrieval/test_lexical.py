@@ -30,15 +30,17 @@ async def _rows(handlers: Handlers, sql: str, params: dict | None = None) -> lis
     return await (await handlers.conn.execute(sql, params)).fetchall()
 
 
+async def _lexical_params(handlers: Handlers, embedder: MiniLM, query: str) -> dict:
+    """A lexical statement's parameters for `query` over the `shared` scope."""
+    scope_id = (await _rows(handlers, "SELECT id FROM scopes WHERE name='shared'"))[0][0]
+    return {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10, "embedding": embedder.embed_one(query)}
+
+
 async def _lexical_rows(handlers: Handlers, embedder: MiniLM, sql: str, query: str) -> list[tuple]:
     """The rows one lexical statement returns for `query` over the `shared` scope, in a transaction
     set up as query_memory sets it (the planner may walk the vector index to pick candidates)."""
-    scope_id = (await _rows(handlers, "SELECT id FROM scopes WHERE name='shared'"))[0][0]
     await handlers.conn.execute(q.HNSW_SETTINGS)
-    return await _rows(
-        handlers, sql,
-        {"scope_ids": [scope_id], "at": "infinity", "query": query, "limit": 10, "embedding": embedder.embed_one(query)},
-    )
+    return await _rows(handlers, sql, await _lexical_params(handlers, embedder, query))
 
 
 def _hand_bm25(query_terms: list[str], docs: list[list[str]]) -> list[float]:
@@ -140,23 +142,29 @@ def _pair_corpus() -> tuple[list[str], list[int]]:
     return docs, both
 
 
+async def _import_pair_corpus(handlers: Handlers) -> set[str]:
+    """Imports `_pair_corpus` into the `shared` scope; the ids of the three rows holding both terms."""
+    docs, both = _pair_corpus()
+    episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(docs)]
+    ids = (await handlers.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    return {ids[i] for i in both}
+
+
 async def test_rows_holding_both_rarest_terms_are_candidates_however_far_their_meaning(
     handlers: Handlers, embedder: MiniLM
 ) -> None:
     # Each term is on more rows than the channel scores, so candidates used to be the rarest
     # term's rows nearest the query vector: the three rows holding both terms, about invoices,
     # lost to sunny-weather rows. Now the rows holding both of the two rarest terms come first.
-    docs, both = _pair_corpus()
-    episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(docs)]
-    ids = (await handlers.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    both = await _import_pair_corpus(handlers)
     query = "zephyr quokka sunshine forecast today"
     rows = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, query)
-    assert {str(r[0]) for r in rows} == {ids[i] for i in both}
+    assert {str(r[0]) for r in rows} == both
     assert all(r[3] == 2 for r in rows)  # each matched both terms
     # query_memory picks that statement for a corpus this size, so the lexical channel finds them.
     result = await handlers.admin_call("retrieval", "query_memory", {"query": query, "top_k": 50})
     lexical = {r["id"] for r in result["results"] if "lexical" in r["matched"]}
-    assert lexical == {ids[i] for i in both}
+    assert lexical == both
 
     # Two common terms that never share a row: the rows matching either are the candidates.
     apart = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, "zephyr walrus")
@@ -170,19 +178,15 @@ async def test_rows_holding_both_rarest_terms_are_candidates_when_the_vector_ind
     # the HNSW index, a walk that stops at ef_search rows finds none of the three far-off rows, and
     # the statement scored the nearest rows holding one term instead; query_memory's settings keep
     # the walk going until enough rows pass. The other paths are taken away here to force that one.
-    docs, both = _pair_corpus()
-    episodes = [{"content": text, "session_id": "s", "seq": i} for i, text in enumerate(docs)]
-    ids = (await handlers.admin_call("writes", "import_episodes", {"episodes": episodes}))["episode_ids"]
+    both = await _import_pair_corpus(handlers)
     for statement in ("SET LOCAL enable_seqscan = off", "SET LOCAL enable_bitmapscan = off",
                       "DROP INDEX episodes_searchable_idx", "DROP INDEX episodes_scope_idx"):
         await handlers.conn.execute(statement)  # undone with the test's transaction
     query = "zephyr quokka sunshine forecast today"
-    plan = await _rows(handlers, "EXPLAIN " + q.LEXICAL_EPISODES_BM25_PAIRS, {
-        "scope_ids": [(await _rows(handlers, "SELECT id FROM scopes WHERE name='shared'"))[0][0]], "at": "infinity",
-        "query": query, "limit": 10, "embedding": embedder.embed_one(query)})
+    plan = await _rows(handlers, "EXPLAIN " + q.LEXICAL_EPISODES_BM25_PAIRS, await _lexical_params(handlers, embedder, query))
     assert any("episodes_embedding_hnsw" in line for (line,) in plan)
     rows = await _lexical_rows(handlers, embedder, q.LEXICAL_EPISODES_BM25_PAIRS, query)
-    assert {str(r[0]) for r in rows} == {ids[i] for i in both}
+    assert {str(r[0]) for r in rows} == both
 
 
 async def test_text_without_cjk_gets_exactly_the_english_tsvector(handlers: Handlers) -> None:
