@@ -254,3 +254,15 @@ JOIN scopes s ON s.id = d.scope_id
 LEFT JOIN digest_abstracts a ON a.digest_id = d.id
 ORDER BY chosen.position
 """
+
+# The buffer cache after a run (prewarm.py): whether the server has pg_prewarm, each relation's
+# size in pages (in the order asked, those that exist) beside the cache's, and reading them.
+HAS_PREWARM = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm')"
+RELATION_PAGES = """
+SELECT r.name, pg_relation_size(to_regclass(r.name)) / current_setting('block_size')::bigint AS pages,
+       (SELECT setting::bigint FROM pg_settings WHERE name = 'shared_buffers') AS cache_pages
+FROM unnest(%(relations)s::text[]) WITH ORDINALITY AS r(name, position)
+WHERE to_regclass(r.name) IS NOT NULL
+ORDER BY r.position
+"""
+PREWARM = "SELECT coalesce(sum(pg_prewarm(to_regclass(r))), 0)::bigint FROM unnest(%(relations)s::text[]) AS r"

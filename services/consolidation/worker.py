@@ -29,7 +29,7 @@ from echo_memory.libs.core.contracts.consolidation import ScopeRun
 from echo_memory.libs.core.contracts.errors import ErrorInfo, Unavailable, from_info
 from echo_memory.libs.server.service.errors import as_echo_error
 from echo_memory.libs.server.store.pool import OrgDatabases
-from echo_memory.services.consolidation import runs
+from echo_memory.services.consolidation import prewarm, runs
 
 SERVICE = "consolidation"
 # The run's lease: a transaction-scoped advisory lock of its own, never the scope's write lock.
@@ -83,7 +83,10 @@ async def _run_alone(database_url: str, job: RunJob) -> RunOutcome:
         async with await psycopg.AsyncConnection.connect(database_url, application_name=APPLICATION_NAME) as conn:
             await register_vector_async(conn)
             async with conn.transaction():
-                return await run_on(conn, job)
+                outcome = await run_on(conn, job)
+            if outcome.run is not None and outcome.run.run_id is not None:  # committed, not a dry run
+                outcome.run.prewarm = await prewarm.hot_pages(conn)
+            return outcome
     except Exception as exc:  # noqa: BLE001 - returned typed; the parent raises it
         return RunOutcome(error=as_echo_error(exc, SERVICE).to_info())
 

@@ -35,12 +35,25 @@ class TierCounts(BaseModel):
     skipped: int = Field(0, description="facts or digests a run left alone, e.g. changed by another run meanwhile")
 
 
+class Prewarm(BaseModel):
+    """What a run read back into the database's buffer cache once it had committed."""
+
+    pages: int = Field(0, description="pages read into the buffer cache")
+    relations: list[str] = Field(default_factory=list, description="the relations read, whole")
+    skipped: list[str] = Field(default_factory=list,
+                               description="relations left out: with them the pages would not fit in the cache")
+    unavailable: str | None = Field(None, description="why nothing was read: the database has no pg_prewarm, "
+                                     "or reading failed (the run itself has committed)")
+
+
 class ScopeRun(BaseModel):
     run_id: str | None = Field(description="the run's id; null for a dry run, which records nothing")
     scope: str
     policy_version: int
     counts: TierCounts
     moves_sample: list[TierMove] = Field(default_factory=list, description="up to 20 of the run's tier moves")
+    prewarm: Prewarm | None = Field(None, description="the hot search's pages read back into the buffer cache after "
+                                    "the run; null for a dry run and for a run in the services' own process")
 
 
 class TierMove(BaseModel):

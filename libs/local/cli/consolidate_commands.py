@@ -22,6 +22,7 @@ from echo_memory.libs.core.contracts.consolidation import (
     ConsolidateLogInput,
     ConsolidateUndoInput,
     DigestAbstractsInput,
+    Prewarm,
     TierCounts,
 )
 from echo_memory.libs.core.contracts.verbs import (
@@ -81,6 +82,15 @@ def _counts_line(c: TierCounts) -> str:
             f"{c.skipped} skipped, {c.failed} failed")
 
 
+def _prewarm_note(prewarm: Prewarm | None) -> str:
+    if prewarm is None:
+        return ""
+    if prewarm.unavailable:
+        return f"; buffer cache not reloaded: {prewarm.unavailable}"
+    left_out = f" ({', '.join(prewarm.skipped)} left out: larger than the cache)" if prewarm.skipped else ""
+    return f"; {prewarm.pages} pages of the hot search read back into the buffer cache{left_out}"
+
+
 def consolidate(settings: Settings, args: argparse.Namespace) -> int:
     """Prints one line per scope run (or the JSON); exit 1 with one line on stderr when refused or down."""
     result = admin_command(settings, CONSOLIDATE, ConsolidateInput(scope=args.scope, dry_run=args.dry_run),
@@ -94,7 +104,7 @@ def consolidate(settings: Settings, args: argparse.Namespace) -> int:
         print("no scopes to consolidate")
     for run in result.runs:
         label = "dry run" if result.dry_run else f"run {run.run_id}"
-        print(f"{run.scope}: {label} (policy v{run.policy_version}): {_counts_line(run.counts)}")
+        print(f"{run.scope}: {label} (policy v{run.policy_version}): {_counts_line(run.counts)}{_prewarm_note(run.prewarm)}")
     if result.dry_run:
         print("nothing was changed; run again without --dry-run to apply")
     return 0
