@@ -74,3 +74,24 @@ async def test_an_administrator_manages_scopes_and_tokens(stack: EchoStack) -> N
 
     code, out, err = await run_cli(stack, "token", "revoke", "--id", "nope")
     assert code == 1 and "not a token id" in err and "Traceback" not in err and "psycopg" not in err
+
+
+async def test_consolidate_prints_each_run_with_the_pages_it_read_back_into_the_cache(stack: EchoStack) -> None:
+    async with stack.client(stack.issue_token("codex")) as client:
+        written = (await client.call_tool("write_episode", {
+            "session_id": "s-cli", "entities": [{"name": "Ledger service", "type": "service"},
+                                                {"name": "Postgres", "type": "database"}],
+            "facts": [{"source": "Ledger service", "target": "Postgres", "relation": "stores in",
+                       "fact": "The ledger service stores entries in Postgres.", "confidence": "extracted"}],
+        })).structured_content
+    assert written is not None and written["stored"] is True
+
+    code, out, err = await run_cli(stack, "consolidate", "--scope", "shared")
+    assert code == 0, err
+    [line] = out.splitlines()
+    assert re.match(r"shared: run [0-9a-f-]{36} \(policy v\d+\): hot \d+, .*; \d+ skipped, \d+ failed; "
+                    r"[1-9]\d* pages of the hot search read back into the buffer cache$", line), line
+
+    code, out, err = await run_cli(stack, "consolidate", "--scope", "shared", "--dry-run")
+    assert code == 0, err
+    assert "buffer cache" not in out and out.splitlines()[-1].startswith("nothing was changed")
