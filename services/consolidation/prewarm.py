@@ -19,8 +19,8 @@ from echo_memory.services.consolidation import queries as q
 log = logging.getLogger(__name__)
 
 # What a hot search reads on every query, most first: the dense search's index and rows, the
-# digests' index, the lexical indexes and the corpus statistics. At 1M facts a first pass after a
-# run read 104k pages from the OS without this, 30-34k with it (BENCHMARKS.md, run an).
+# digests' index, the lexical indexes and the corpus statistics. At 1M facts a pass with them
+# evicted read 104k pages from the OS, 30-34k once they were read back (BENCHMARKS.md, run an).
 HOT_RELATIONS = ("hot_facts_embedding_hnsw", "hot_facts", "digests_embedding_hnsw", "hot_facts_tsv_idx",
                  "digests_scope_tsv_idx", "hot_facts_scope_idx", "lexical_df", "lexical_df_pkey")
 # Nearly the whole cache may go to them: when a run ends the cache holds the run's own pages, which
