@@ -193,9 +193,16 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     assert 0 < row["brief_ms"]["p50"] <= row["brief_ms"]["p95"] and row["brief_ms"]["n"] == 30
     assert 0 < row["brief_project_ms"]["p50"] <= row["brief_project_ms"]["p95"]
     assert row["distractors"] == 150 and row["org"]["superseded"] > 0 and row["org"]["read_results"] > 0
-    assert set(row["arms"]) == {"flat", "all", "hot"}
+    assert set(row["arms"]) == {"flat", "all", "hot", "hot_gold_read"}
     assert all(0.0 <= arm["quality"]["hit10"] <= 1.0 for arm in row["arms"].values())
-    for arm in ("all", "hot"):
+    # Old and never read, every gold fact is consolidated; read a day ago, a run holds each hot.
+    assert set(row["hot_by_gold_tier"]) == {"consolidated"} and set(row["hot_gold_read_by_gold_tier"]) == {"hot"}
+    ratio = row["consolidated_against_hot"]
+    assert ratio["gold_pairs"] == row["hot_by_gold_tier"]["consolidated"]["n"] > 0
+    assert ratio["consolidated_recall10"] == row["hot_by_gold_tier"]["consolidated"]["recall10"]
+    assert ratio["hot_recall10"] == row["hot_gold_read_by_gold_tier"]["hot"]["recall10"] > 0
+    assert ratio["ratio"] == round(ratio["consolidated_recall10"] / ratio["hot_recall10"], 3)
+    for arm in ("all", "hot", "hot_gold_read"):
         assert row["arms"][arm]["postgres_cpu_ms_per_query"] > 0 and row["arms"][arm]["process_cpu_ms_per_query"] > 0
     assert row["arms"]["hot"]["via_digest_results"] > 0  # the old gold facts are reached through digests
     assert row["invariants"] == {"content_unchanged": True, "as_of_unchanged": True, "as_of_answers_changed": 0,
