@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from echo_memory.libs.core.contracts.bus import Caller
-from echo_memory.libs.local.eval import org_load
+from echo_memory.libs.local.eval import org_load, tier_bench
 from echo_memory.libs.local.eval.org_history import OrgHistory, OrgShape, entity_type
 from echo_memory.libs.local.eval.org_load import load_history, load_reads
 from echo_memory.libs.local.eval.vector_cache import VectorCache
@@ -210,6 +210,7 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     assert 0 < row["as_of_ms"]["p50"] <= row["as_of_ms"]["p95"]
     run_cost = row["consolidation"]
     assert run_cost["postgres_cpu_s"] > 0 and run_cost["vacuum_after"]["wall_s"] > 0
+    assert run_cost["prewarm"]["unavailable"] is None and run_cost["prewarm"]["pages"] > 0
     assert run_cost["vacuum_after"]["digests_all_visible"] >= 0.9  # the brief's index-only scans skip the heap
     reach = row["digest_reach"]
     assert reach["gold_pairs"] > 0 and 0 < reach["in_an_expanded_digest"] <= reach["in_a_digest"] <= 1
@@ -219,6 +220,9 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     assert probes["area_digests_mixing_look_alikes"] == 0
     assert probes["by_kind"]["area"] > 0 and probes["top_nodes"] < probes["by_kind"]["topic"]
     assert probes["digests_holding_a_fact_and_its_successor"] == 0
+    text = tier_bench.render(report)  # the report without --json: every arm, the ratio and the prewarm
+    assert "hot_gold_read hit@10" in text and f"consolidated against hot: {ratio}" in text
+    assert f"read back after it: {run_cost['prewarm']['pages']} pages" in text
 
 
 INDEX = """

@@ -288,7 +288,8 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         result = await call("consolidation", "consolidate", {"scope": scope})
         cost = {"wall_s": round(time.perf_counter() - started, 2), "process_cpu_s": round(time.process_time() - cpu, 2),
                 "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 2),
-                "postgres_cpu_s": round(tree_cpu_seconds(postgres) - pg_cpu, 2), "counts": result["runs"][0]["counts"]}
+                "postgres_cpu_s": round(tree_cpu_seconds(postgres) - pg_cpu, 2), "counts": result["runs"][0]["counts"],
+                "prewarm": result["runs"][0]["prewarm"]}
         cost["vacuum_after"] = await _vacuum_after_run(conn, postgres)
         _phase(show, distractors, f"consolidated: {cost['wall_s']} s wall, {cost['process_cpu_s']} s CPU of this "
                                   f"process, {cost['run_process_cpu_s']} s of the run's, {cost['postgres_cpu_s']} s of Postgres")
@@ -545,7 +546,8 @@ def render_row(row: dict[str, Any]) -> str:
              f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process, "
              f"{row['consolidation']['postgres_cpu_s']} s of Postgres, then VACUUM ANALYZE "
              f"{row['consolidation']['vacuum_after']['wall_s']} s wall (digests' pages all-visible: "
-             f"{row['consolidation']['vacuum_after']['digests_all_visible']}); "
+             f"{row['consolidation']['vacuum_after']['digests_all_visible']}); read back after it: "
+             f"{_prewarmed(row['consolidation']['prewarm'])}; "
              f"brief over the bus p50 {row['brief_ms']['p50']} ms, p95 {row['brief_ms']['p95']} ms"
              + (f" (for its busiest project p50 {row['brief_project_ms']['p50']} ms, p95 "
                 f"{row['brief_project_ms']['p95']} ms)" if "brief_project_ms" in row else "") + "; "
@@ -570,6 +572,12 @@ def render_row(row: dict[str, Any]) -> str:
         lines.append(f"  org history: {row['org']}")
         lines.append(f"  probes: {row['probes']}")
     return "\n".join(lines)
+
+
+def _prewarmed(prewarm: dict[str, Any]) -> str:
+    if prewarm["unavailable"]:
+        return f"nothing ({prewarm['unavailable']})"
+    return f"{prewarm['pages']} pages" + (f", {len(prewarm['skipped'])} relations left out" if prewarm["skipped"] else "")
 
 
 def render(report: dict[str, Any]) -> str:
