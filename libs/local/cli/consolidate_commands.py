@@ -218,8 +218,9 @@ def benchmark_keepup(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def benchmark_tiers(settings: Settings, args: argparse.Namespace) -> int:
-    """Prints each size's three arms and invariants; exit 2 for a bad path or size list, or a vector cache
-    asked of the flat history."""
+    """Prints each size's four arms (flat, every tier, hot, hot with the gold facts read lately), the
+    consolidated-against-hot ratio and the invariants; exit 2 for a bad path or size list, or a
+    vector cache asked of the flat history."""
     from echo_memory.libs.local.eval import tier_bench
 
     if not Path(args.agent_facts).is_file():
