@@ -276,9 +276,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         repeatable = past == (await _as_of_answers(call, scope, data, instant))[0]
         flat = [await _flat(conn, scope_id, embedder, text, by_id) for _, text, _, _ in data.queries]
         postgres = await _postmaster(conn)
-        pg_cpu = tree_cpu_seconds(postgres)
-        every = await _arm(call, scope, data, by_id, "all")
-        pg_all_ms = (tree_cpu_seconds(postgres) - pg_cpu) * 1000 / len(data.queries)
+        every, pg_all_ms = await _arm_with_postgres(call, scope, data, by_id, "all", postgres)
         # The benchmark's own queries are in the read log too; dated a year back, they are not the
         # activity that keeps a fact hot, so the gold facts stay never read as far as the policy sees.
         await conn.execute(BACKDATE_OWN_READS)
@@ -294,13 +292,11 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
         _phase(show, distractors, f"consolidated: {cost['wall_s']} s wall, {cost['process_cpu_s']} s CPU of this "
                                   f"process, {cost['run_process_cpu_s']} s of the run's, {cost['postgres_cpu_s']} s of Postgres")
         run_id = result["runs"][0]["run_id"]
-        pg_cpu = tree_cpu_seconds(postgres)
-        hot = await _arm(call, scope, data, by_id, "hot")
-        pg_hot_ms = (tree_cpu_seconds(postgres) - pg_cpu) * 1000 / len(data.queries)
+        hot, pg_hot_ms = await _arm_with_postgres(call, scope, data, by_id, "hot", postgres)
         brief = await _brief_latency(call, scope)
         brief_project = await _brief_latency(call, scope, org["project"]) if org and org["project"] else None
         content_after = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
-        tiers: dict[str, str] = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
+        tiers = await _gold_tiers(conn, by_id)
         reach = await _digest_reach(conn, scope_id, data, by_id, embedder)
         probes = await _probes(conn, scope_id, org["look_alikes"]) if org is not None else None
         digests_before = _digest(await (await conn.execute(DIGESTS, {"scope_id": scope_id})).fetchall())
@@ -323,7 +319,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
                  "all": {**_scores(every, data), "postgres_cpu_ms_per_query": round(pg_all_ms, 2)},
                  "hot": {**_scores(hot, data), "postgres_cpu_ms_per_query": round(pg_hot_ms, 2)},
                  "hot_gold_read": {**_scores(read_lately.answers, data),
-                                   "postgres_cpu_ms_per_query": read_lately.postgres_cpu_ms}},
+                                   "postgres_cpu_ms_per_query": round(read_lately.postgres_cpu_ms, 2)}},
         "hot_by_gold_tier": _by_tier(hot, data, by_id, tiers),
         "hot_gold_read_by_gold_tier": _by_tier(read_lately.answers, data, by_id, read_lately.tiers),
         "consolidated_against_hot": _tier_ratio(hot, tiers, read_lately, data, by_id), "digest_reach": reach,
@@ -425,6 +421,19 @@ async def _arm(call: Any, scope: str, data: agent_facts.AgentFacts, by_id: dict[
     return out
 
 
+async def _arm_with_postgres(call: Any, scope: str, data: agent_facts.AgentFacts, by_id: dict[str, str], tier: str,
+                             postgres: psutil.Process) -> tuple[list[Answer], float]:
+    """The arm's answers and the CPU milliseconds Postgres spent a query meanwhile."""
+    pg_cpu = tree_cpu_seconds(postgres)
+    answers = await _arm(call, scope, data, by_id, tier)
+    return answers, (tree_cpu_seconds(postgres) - pg_cpu) * 1000 / len(data.queries)
+
+
+async def _gold_tiers(conn: psycopg.AsyncConnection, by_id: dict[str, str]) -> dict[str, str]:
+    """Each gold fact's id -> its tier now."""
+    return {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
+
+
 async def _brief_latency(call: Any, scope: str, project: str | None = None) -> dict[str, float]:
     """The session brief of the consolidated scope (for `project`, its busiest in an org history, as
     a session-start hook asks), over the bus: p50/p95 of BRIEFS calls after a warm-up."""
@@ -516,10 +525,9 @@ async def _gold_read_lately(call: Any, conn: psycopg.AsyncConnection, scope: str
     await conn.execute(READ_GOLD_LATELY, {"scope": scope, "ids": list(by_id)})
     await call("consolidation", "consolidate", {"scope": scope})
     await _vacuum_after_run(conn, postgres)
-    tiers = {r[0]: r[1] for r in await (await conn.execute(GOLD_TIERS, {"ids": list(by_id)})).fetchall()}
-    pg_cpu = tree_cpu_seconds(postgres)
-    answers = await _arm(call, scope, data, by_id, "hot")
-    return ReadLately(answers, tiers, round((tree_cpu_seconds(postgres) - pg_cpu) * 1000 / len(data.queries), 2))
+    tiers = await _gold_tiers(conn, by_id)
+    answers, postgres_cpu_ms = await _arm_with_postgres(call, scope, data, by_id, "hot", postgres)
+    return ReadLately(answers, tiers, postgres_cpu_ms)
 
 
 def _tier_ratio(hot: list[Answer], tiers: dict[str, str], read_lately: ReadLately, data: agent_facts.AgentFacts,
