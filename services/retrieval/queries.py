@@ -496,18 +496,22 @@ ORDER BY m.id
 """
 
 # The current digests that hold the query's candidate-making words (`chosen`, as the lexical
-# channel picks them), best first by the idf those words add up to, and of each the member facts
-# visible at `at` that hold one of them, nearest the query first: how a hot search reaches a
-# consolidated fact that shares the query's rare words but sits in no digest near it in meaning.
-# Each word is looked up in the digests' GIN index on its own; unnesting every matching digest's
-# words to score it cost twice the Postgres time of the whole rest of the search (10k facts).
+# channel picks them), best first by the idf those words add up to, and of each the facts visible
+# at `at` that hold one of them, nearest the query first: how a hot search reaches a consolidated
+# fact that shares the query's rare words but sits in no digest near it in meaning. Each word is
+# looked up in the digests' GIN index on its own; unnesting every matching digest's words to score
+# it cost twice the Postgres time of the whole rest of the search (10k facts).
+# A topic's facts are its members (at most `topic_cap`). An entity digest's are the facts touching
+# its entity, found with the words through one GIN index (migration 0030): the same facts as its
+# members and those written since, which the other channels reach anyway. Its members looked up
+# by id were thousands at 1M facts and most of this statement's reads.
 DIGEST_MEMBERS_BY_WORDS = f"""
 WITH {_query_terms("facts")},
 nearest AS MATERIALIZED (
-    SELECT d.id, d.member_ids, sum(chosen.idf) AS score FROM chosen
+    SELECT d.id, d.kind, d.scope_id, d.subject_id, d.member_ids, sum(chosen.idf) AS score FROM chosen
     JOIN digests d ON d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL AND d.kind <> 'area'
                   AND d.tsv @@ quote_literal(chosen.term)::tsquery
-    GROUP BY d.id, d.member_ids
+    GROUP BY d.id
     ORDER BY score DESC, d.id
     LIMIT %(digests)s
 ),
@@ -515,9 +519,16 @@ words AS (SELECT string_agg(quote_literal(chosen.term), ' | ')::tsquery AS tsq F
 SELECT DISTINCT ON (m.id) m.id, m.cos FROM nearest
 CROSS JOIN words
 CROSS JOIN LATERAL (
-    SELECT f.id::text AS id, 1 - (f.embedding <=> %(embedding)s) AS cos FROM facts f
-    WHERE {_VISIBLE} AND f.id = ANY(nearest.member_ids) AND f.tsv @@ words.tsq
-    ORDER BY f.embedding <=> %(embedding)s, f.id
+    SELECT held.id::text AS id, 1 - held.dist AS cos FROM (
+        SELECT f.id, f.embedding <=> %(embedding)s AS dist FROM facts f
+        WHERE nearest.kind = 'topic' AND {_VISIBLE} AND f.id = ANY(nearest.member_ids) AND f.tsv @@ words.tsq
+        UNION ALL
+        SELECT f.id, f.embedding <=> %(embedding)s AS dist FROM facts f
+        WHERE nearest.kind = 'entity' AND {_VISIBLE} AND f.scope_id = nearest.scope_id
+          AND (f.source_entity = nearest.subject_id OR f.target_entity = nearest.subject_id)
+          AND f.tsv @@ words.tsq
+    ) AS held
+    ORDER BY held.dist, held.id
     LIMIT %(members)s
 ) AS m
 ORDER BY m.id

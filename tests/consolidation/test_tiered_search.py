@@ -157,6 +157,42 @@ async def test_a_hot_search_expands_topics_not_an_entity_digest(handlers: Handle
     assert len(allowed) < len(LEDGER)  # the entity digest would have reached the rest
 
 
+async def test_a_hot_search_reaches_an_entity_digests_facts_by_the_query_words_they_hold(
+        handlers: Handlers, embedder: MiniLM) -> None:
+    # The ledger's twelve facts in topics of at most two, and one entity digest holding all twelve.
+    # A query naming two of them by a rare word each, and near neither in meaning: the entity
+    # digest holds both words, no topic does, so it is the digest the words lead to (one expanded;
+    # areas are never expanded).
+    conn = handlers.conn
+    handlers = Handlers(conn, handlers.org, embedder, Settings(
+        org=handlers.org, consolidation=ConsolidationSettings(topic_cap=2),
+        retrieval=RetrievalSettings(digests_expanded=1, gates=QualityGates.off())))
+    entities = [{"name": "Ledger service", "type": "service"}, *({"name": t, "type": "thing"} for t, _, _ in LEDGER)]
+    written = await handlers.call(_caller(handlers), "writes", "write_episode", {
+        "session_id": "s", "entities": entities,
+        "facts": [_fact("Ledger service", target, relation, text) for target, relation, text in LEDGER]})
+    assert written["stored"] is True
+    await conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    kafka, bazel = LEDGER[3][2], LEDGER[6][2]
+    holding_both = await (await conn.execute(
+        "SELECT kind FROM digests WHERE valid_to IS NULL AND kind <> 'area' AND tsv @@ 'kafka & bazel'::tsquery"
+    )).fetchall()
+    assert holding_both == [("entity",)]
+
+    result = await handlers.call(_caller(handlers), "retrieval", "query_memory",
+                                 {"query": "is Kafka or Bazel involved anywhere", "top_k": 10, "tier": "hot"})
+    reached = {item["text"]: item["matched"] for item in result["results"]}
+    assert "via_digest" in reached.get(kafka, []) and "via_digest" in reached.get(bazel, [])
+
+    # A fact of the entity that has ended is not reached, though the digest still lists it.
+    await conn.execute("UPDATE facts SET t_invalid = clock_timestamp() WHERE text = %s", (kafka,))
+    result = await handlers.call(_caller(handlers), "retrieval", "query_memory",
+                                 {"query": "is Kafka or Bazel involved anywhere", "top_k": 10, "tier": "hot"})
+    reached = {item["text"]: item["matched"] for item in result["results"]}
+    assert kafka not in reached and "via_digest" in reached.get(bazel, [])
+
+
 async def _timed_query(handlers: Handlers, query: str) -> tuple[list[tuple[str, list[str]]], set[str]]:
     """The default search's results and the steps it ran."""
     sink = steps.collect()
