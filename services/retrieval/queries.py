@@ -505,12 +505,17 @@ ORDER BY m.id
 # its entity, found with the words through one GIN index (migration 0030): the same facts as its
 # members and those written since, which the other channels reach anyway. Its members looked up
 # by id were thousands at 1M facts and most of this statement's reads.
+# A query whose rarest word more than CANDIDATE_POSTINGS facts hold (which `chosen` keeps for the
+# lexical channel) leads to no digest: such a word is in most digests of a large store (up to
+# 20,000 of 28,000 at 1M facts), one shared word cannot rank them, and reading them was 3/4 of
+# this statement's time at 1M.
 DIGEST_MEMBERS_BY_WORDS = f"""
 WITH {_query_terms("facts")},
 nearest AS MATERIALIZED (
     SELECT d.id, d.kind, d.scope_id, d.subject_id, d.member_ids, sum(chosen.idf) AS score FROM chosen
     JOIN digests d ON d.scope_id = ANY(%(scope_ids)s) AND d.valid_to IS NULL AND d.kind <> 'area'
                   AND d.tsv @@ quote_literal(chosen.term)::tsquery
+    WHERE chosen.df <= {CANDIDATE_POSTINGS}
     GROUP BY d.id
     ORDER BY score DESC, d.id
     LIMIT %(digests)s

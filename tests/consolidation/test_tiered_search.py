@@ -15,6 +15,7 @@ from echo_memory.libs.core.config.settings import Settings
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.telemetry import steps
 from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.retrieval import queries as q
 from echo_memory.services.retrieval.queries import EF_SEARCH
 
 OLD = "The ledger service settles card payouts every night at two."
@@ -122,21 +123,28 @@ LEDGER = [
 ]
 
 
-async def test_a_hot_search_expands_topics_not_an_entity_digest(handlers: Handlers, embedder: MiniLM) -> None:
-    # Topics of at most two facts, so the ledger's twelve facts make six topics or more, and one
-    # entity digest holding all twelve. An entity digest grows with everything its entity ever
-    # touched (at 1M facts, thousands of members); its facts are all in topics, which are capped.
-    conn = handlers.conn
-    handlers = Handlers(conn, handlers.org, embedder, Settings(
-        org=handlers.org, consolidation=ConsolidationSettings(topic_cap=2),
-        retrieval=RetrievalSettings(channels=("dense",), gates=QualityGates.off())))
+async def _ledger_consolidated(handlers: Handlers, embedder: MiniLM, retrieval: RetrievalSettings) -> Handlers:
+    """The ledger's twelve facts written long ago and consolidated into topics of at most two (six or
+    more) and one entity digest holding all twelve; handlers searching with `retrieval`."""
+    handlers = Handlers(handlers.conn, handlers.org, embedder, Settings(
+        org=handlers.org, consolidation=ConsolidationSettings(topic_cap=2), retrieval=retrieval))
     entities = [{"name": "Ledger service", "type": "service"}, *({"name": t, "type": "thing"} for t, _, _ in LEDGER)]
     written = await handlers.call(_caller(handlers), "writes", "write_episode", {
         "session_id": "s", "entities": entities,
         "facts": [_fact("Ledger service", target, relation, text) for target, relation, text in LEDGER]})
     assert written["stored"] is True
-    await conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
     await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    return handlers
+
+
+async def test_a_hot_search_expands_topics_not_an_entity_digest(handlers: Handlers, embedder: MiniLM) -> None:
+    # Topics of at most two facts, so the ledger's twelve facts make six topics or more, and one
+    # entity digest holding all twelve. An entity digest grows with everything its entity ever
+    # touched (at 1M facts, thousands of members); its facts are all in topics, which are capped.
+    conn = handlers.conn
+    handlers = await _ledger_consolidated(handlers, embedder,
+                                          RetrievalSettings(channels=("dense",), gates=QualityGates.off()))
     kinds: dict[str, int] = dict(await (await conn.execute(
         "SELECT kind, count(*) FROM digests WHERE valid_to IS NULL GROUP BY kind")).fetchall())
     assert kinds["entity"] == 1 and kinds["topic"] >= 6
@@ -159,21 +167,12 @@ async def test_a_hot_search_expands_topics_not_an_entity_digest(handlers: Handle
 
 async def test_a_hot_search_reaches_an_entity_digests_facts_by_the_query_words_they_hold(
         handlers: Handlers, embedder: MiniLM) -> None:
-    # The ledger's twelve facts in topics of at most two, and one entity digest holding all twelve.
-    # A query naming two of them by a rare word each, and near neither in meaning: the entity
-    # digest holds both words, no topic does, so it is the digest the words lead to (one expanded;
-    # areas are never expanded).
+    # A query naming two of the ledger's facts by a rare word each, and near neither in meaning:
+    # the entity digest holds both words, no topic does, so it is the digest the words lead to (one
+    # expanded; areas are never expanded).
     conn = handlers.conn
-    handlers = Handlers(conn, handlers.org, embedder, Settings(
-        org=handlers.org, consolidation=ConsolidationSettings(topic_cap=2),
-        retrieval=RetrievalSettings(digests_expanded=1, gates=QualityGates.off())))
-    entities = [{"name": "Ledger service", "type": "service"}, *({"name": t, "type": "thing"} for t, _, _ in LEDGER)]
-    written = await handlers.call(_caller(handlers), "writes", "write_episode", {
-        "session_id": "s", "entities": entities,
-        "facts": [_fact("Ledger service", target, relation, text) for target, relation, text in LEDGER]})
-    assert written["stored"] is True
-    await conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
-    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    handlers = await _ledger_consolidated(handlers, embedder,
+                                          RetrievalSettings(digests_expanded=1, gates=QualityGates.off()))
     kafka, bazel = LEDGER[3][2], LEDGER[6][2]
     holding_both = await (await conn.execute(
         "SELECT kind FROM digests WHERE valid_to IS NULL AND kind <> 'area' AND tsv @@ 'kafka & bazel'::tsquery"
@@ -191,6 +190,31 @@ async def test_a_hot_search_reaches_an_entity_digests_facts_by_the_query_words_t
                                  {"query": "is Kafka or Bazel involved anywhere", "top_k": 10, "tier": "hot"})
     reached = {item["text"]: item["matched"] for item in result["results"]}
     assert kafka not in reached and "via_digest" in reached.get(bazel, [])
+
+
+async def test_a_word_most_facts_hold_leads_to_no_digest(handlers: Handlers, embedder: MiniLM) -> None:
+    await _write_ledger_and_fax(handlers)
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    [(scope_id,)] = await (await handlers.conn.execute("SELECT id FROM scopes WHERE name = 'shared'")).fetchall()
+    query = "invoices"
+    binds = {"scope_ids": [scope_id], "at": datetime.now(UTC), "query": query,
+             "embedding": embedder.embed_one(query), "digests": 5, "members": 20}
+
+    async def route() -> set[str]:
+        rows = await (await handlers.conn.execute(q.DIGEST_MEMBERS_BY_WORDS, binds)).fetchall()
+        return {r[0] for r in await (await handlers.conn.execute(
+            "SELECT text FROM facts WHERE id = ANY(%s::uuid[])", ([row[0] for row in rows],))).fetchall()}
+
+    assert await route() == {LONE}
+    # The statistics of a store where more than CANDIDATE_POSTINGS facts hold the word: the
+    # lexical channel still draws candidates from it (the rarest word always), the digests not.
+    await handlers.conn.execute("UPDATE lexical_stats SET doc_count = %s WHERE scope_id = %s AND corpus = 'facts'",
+                                (100 * q.CANDIDATE_POSTINGS, scope_id))
+    await handlers.conn.execute(
+        "UPDATE lexical_df SET df = %s WHERE scope_id = %s AND corpus = 'facts' AND term = 'invoic'",
+        (q.CANDIDATE_POSTINGS + 1, scope_id))
+    assert await route() == set()
 
 
 async def _timed_query(handlers: Handlers, query: str) -> tuple[list[tuple[str, list[str]]], set[str]]:
