@@ -16,7 +16,6 @@ from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.telemetry import steps
 from echo_memory.libs.testing.tiers import Handlers
 from echo_memory.services.retrieval import queries as q
-from echo_memory.services.retrieval.queries import EF_SEARCH
 
 OLD = "The ledger service settles card payouts every night at two."
 NEW = "The ledger service exposes a gRPC API for balances."
@@ -66,7 +65,7 @@ async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only
     settings = await (await handlers.conn.execute(
         "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), "
         "current_setting('hnsw.ef_search')")).fetchone()
-    assert settings == ("on", "on", str(EF_SEARCH))
+    assert settings == ("on", "on", str(q.EF_SEARCH))
     # Reached through the ledger service's digest, not a facts channel, then scored on its words as
     # a hot fact would be; the first answer, as in a search of every tier.
     assert hot[0] == (OLD, ["lexical", "via_digest"])
