@@ -206,7 +206,7 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
         assert row["arms"][arm]["postgres_cpu_ms_per_query"] > 0 and row["arms"][arm]["process_cpu_ms_per_query"] > 0
     assert row["arms"]["hot"]["via_digest_results"] > 0  # the old gold facts are reached through digests
     warm = row["hot_warm"]
-    assert warm["passes"] == tier_bench.WARM_PASSES and warm["same_rankings"] is True
+    assert warm["passes"] == tier_bench.WARM_PASSES and warm["same_gold_ranks"] is True
     for spread in (warm["postgres_cpu_ms_per_query"], warm["process_cpu_ms_per_query"]):
         assert 0 < spread["min"] <= spread["median"] <= spread["max"]
     assert 0 < warm["latency_ms"]["p50"] <= warm["latency_ms"]["p95"]
@@ -228,7 +228,7 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     text = tier_bench.render(report)  # the report without --json: every arm, the ratio and the prewarm
     assert "hot_gold_read hit@10" in text and f"consolidated against hot: {ratio}" in text
     assert f"read back after it: {run_cost['prewarm']['pages']} pages" in text
-    assert f"{warm['passes']} more passes (warm)" in text and "rankings as the first pass: True" in text
+    assert f"{warm['passes']} more passes (warm)" in text and "gold facts ranked as in the first pass: True" in text
 
 
 INDEX = """

@@ -440,14 +440,15 @@ async def _warm_passes(call: Any, scope: str, data: agent_facts.AgentFacts, by_i
                        postgres: psutil.Process, first: list[Answer]) -> dict[str, Any]:
     """The hot arm's questions asked WARM_PASSES more times after its first pass, on the same store:
     CPU a query of this process and of Postgres by pass (median, min, max), p50/p95 over every
-    answer of these passes, and whether each pass ranked every question as the first pass did."""
+    answer of these passes, and whether every pass put each question's gold facts at the ranks
+    the first pass did."""
     passes = [await _arm_with_postgres(call, scope, data, by_id, "hot", postgres) for _ in range(WARM_PASSES)]
     latencies = [answer[2] for answers, _ in passes for answer in answers]
     return {"passes": WARM_PASSES,
             "postgres_cpu_ms_per_query": _spread([postgres_ms for _, postgres_ms in passes]),
             "process_cpu_ms_per_query": _spread([sum(a[4] for a in answers) / len(answers) for answers, _ in passes]),
             "latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)},
-            "same_rankings": all([a[0] for a in answers] == [a[0] for a in first] for answers, _ in passes)}
+            "same_gold_ranks": all([a[0] for a in answers] == [a[0] for a in first] for answers, _ in passes)}
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -600,7 +601,7 @@ def render_row(row: dict[str, Any]) -> str:
     lines.append(f"  hot arm, {warm['passes']} more passes (warm): CPU-ms a query by pass, median [min, max]: "
                  f"services {_spread_text(warm['process_cpu_ms_per_query'])} + Postgres "
                  f"{_spread_text(warm['postgres_cpu_ms_per_query'])}; p50 {warm['latency_ms']['p50']} ms "
-                 f"p95 {warm['latency_ms']['p95']} ms; rankings as the first pass: {warm['same_rankings']}")
+                 f"p95 {warm['latency_ms']['p95']} ms; gold facts ranked as in the first pass: {warm['same_gold_ranks']}")
     lines.append(f"  hot arm recall@10 by gold tier: {row['hot_by_gold_tier']}; gold facts and digests: "
                  f"{row['digest_reach']}")
     lines.append(f"  hot arm once the gold facts were read lately, recall@10 by gold tier: "
