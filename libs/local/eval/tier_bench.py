@@ -446,9 +446,17 @@ async def _warm_passes(call: Any, scope: str, data: agent_facts.AgentFacts, by_i
     latencies = [answer[2] for answers, _ in passes for answer in answers]
     return {"passes": WARM_PASSES,
             "postgres_cpu_ms_per_query": _spread([postgres_ms for _, postgres_ms in passes]),
-            "process_cpu_ms_per_query": _spread([sum(a[4] for a in answers) / len(answers) for answers, _ in passes]),
-            "latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)},
+            "process_cpu_ms_per_query": _spread([_process_cpu_ms(answers) for answers, _ in passes]),
+            "latency_ms": _p50_p95(latencies),
             "same_gold_ranks": all([a[0] for a in answers] == [a[0] for a in first] for answers, _ in passes)}
+
+
+def _process_cpu_ms(answers: list[Answer]) -> float:
+    return sum(answer[4] for answer in answers) / len(answers)
+
+
+def _p50_p95(latencies: list[float]) -> dict[str, float]:
+    return {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)}
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -495,8 +503,8 @@ def _scores(answers: list[Answer], data: agent_facts.AgentFacts) -> dict[str, An
     out: dict[str, Any] = {"quality": summary(rows)}
     latencies = [a[2] for a in answers if a[2] > 0]
     if latencies:
-        out["latency_ms"] = {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)}
-        out["process_cpu_ms_per_query"] = round(sum(a[4] for a in answers) / len(answers), 2)
+        out["latency_ms"] = _p50_p95(latencies)
+        out["process_cpu_ms_per_query"] = round(_process_cpu_ms(answers), 2)
         out["tokens_per_recall"] = round(sum(a[3] for a in answers) / len(answers), 1)
         out["via_digest_results"] = sum(m.count("via_digest") for a in answers for m in a[1])
     return out
