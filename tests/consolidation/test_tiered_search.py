@@ -36,6 +36,11 @@ async def _write_ledger_and_fax(handlers: Handlers) -> None:
                                   {"session_id": "s", "entities": entities, "facts": facts})
     assert written["stored"] is True
 
+async def _date_back_and_consolidate(handlers: Handlers) -> None:
+    """Every fact written 200 days ago, then a run over the shared scope: facts nobody read leave the hot tier."""
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+
 
 async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only(handlers: Handlers) -> None:
     entities = [{"name": n, "type": t} for n, t in [("Ledger service", "service"), ("Payouts", "process"),
@@ -88,8 +93,7 @@ async def test_a_hot_search_reaches_consolidated_facts_through_their_digest_only
 
 async def test_a_hot_search_reaches_a_consolidated_fact_by_its_rare_words(handlers: Handlers, embedder: MiniLM) -> None:
     await _write_ledger_and_fax(handlers)
-    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
-    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    await _date_back_and_consolidate(handlers)
     # One digest expanded per route: the nearest in meaning holds the gateway's fact, and only a
     # word of the query ("night") leads to the ledger's.
     one = Handlers(handlers.conn, handlers.org, embedder,
@@ -132,8 +136,7 @@ async def _ledger_consolidated(handlers: Handlers, embedder: MiniLM, retrieval: 
         "session_id": "s", "entities": entities,
         "facts": [_fact("Ledger service", target, relation, text) for target, relation, text in LEDGER]})
     assert written["stored"] is True
-    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
-    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    await _date_back_and_consolidate(handlers)
     return handlers
 
 
@@ -193,8 +196,7 @@ async def test_a_hot_search_reaches_an_entity_digests_facts_by_the_query_words_t
 
 async def test_a_word_most_facts_hold_leads_to_no_digest(handlers: Handlers, embedder: MiniLM) -> None:
     await _write_ledger_and_fax(handlers)
-    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
-    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    await _date_back_and_consolidate(handlers)
     [(scope_id,)] = await (await handlers.conn.execute("SELECT id FROM scopes WHERE name = 'shared'")).fetchall()
     query = "invoices"
     binds = {"scope_ids": [scope_id], "at": datetime.now(UTC), "query": query,
@@ -234,8 +236,7 @@ async def test_a_store_no_run_has_placed_is_searched_without_asking_for_digests(
     assert "channel_via_digest" not in ran and "channel_dense" in ran
     assert before == await _query(handlers, query, tier="all")  # every fact is hot: the same search
 
-    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
-    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    await _date_back_and_consolidate(handlers)
     after, ran = await _timed_query(handlers, query)
     assert "channel_via_digest" in ran  # the run left digests (the facts stay hot: the queries read them)
     assert "via_digest" in dict(after)[LONE]
