@@ -183,13 +183,15 @@ async def test_reads_land_in_the_read_log_of_the_scope(handlers: Handlers, embed
 
 def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history(tmp_path: Path) -> None:
     run = subprocess.run(
-        [str(BIN), "benchmark-tiers", "--agent-facts", str(TINY), "--sizes", "150", "--json"],
-        capture_output=True, text=True, timeout=600,
+        [str(BIN), "benchmark-tiers", "--agent-facts", str(TINY), "--sizes", "150,300", "--json"],
+        capture_output=True, text=True, timeout=900,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout)
     assert report["history"] == "org" and report["gold_facts"] == 8
-    [row] = report["rows"]
+    row, larger = report["rows"]
+    # Each size in a database of its own: the larger store's holds its own facts only.
+    assert larger["facts_in_database"] - row["facts_in_database"] == 150
     assert 0 < row["brief_ms"]["p50"] <= row["brief_ms"]["p95"] and row["brief_ms"]["n"] == 30
     assert 0 < row["brief_project_ms"]["p50"] <= row["brief_project_ms"]["p95"]
     assert row["distractors"] == 150 and row["org"]["superseded"] > 0 and row["org"]["read_results"] > 0
@@ -229,6 +231,17 @@ def test_benchmark_tiers_reports_every_arm_invariant_and_probe_on_an_org_history
     assert "hot_gold_read hit@10" in text and f"consolidated against hot: {ratio}" in text
     assert f"read back after it: {run_cost['prewarm']['pages']} pages" in text
     assert f"{warm['passes']} more passes (warm)" in text and "gold facts ranked as in the first pass: True" in text
+    paired = report["paired"]
+    assert paired["rounds"] == tier_bench.PAIRED_ROUNDS and set(paired["sizes"]) == {"150", "300"}
+    for figures in paired["sizes"].values():
+        assert figures["hit10"]["min"] > 0
+        for spread in figures.values():
+            assert 0 < spread["min"] <= spread["median"] <= spread["max"]
+    assert set(paired["over_previous"]) == {"300"} and paired["over_previous"]["300"]["against"] == 150
+    for key in ("postgres", "services_and_postgres", "p95"):
+        ratio_spread = paired["over_previous"]["300"][key]
+        assert 0 < ratio_spread["min"] <= ratio_spread["median"] <= ratio_spread["max"]
+    assert f"300 over 150, round by round: Postgres CPU {paired['over_previous']['300']['postgres']['median']}" in text
 
 
 INDEX = """

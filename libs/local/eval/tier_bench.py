@@ -4,9 +4,10 @@ In a throw-away system: the agent-facts set is written through the real write pa
 old and never read (the facts an organisation forgets it has), inside distractors loaded by COPY.
 Two histories:
 
-- `org` (the default): at each size a scope of its own holding an organisation's year of memory
-  (org_history.py: agents, projects, sessions, restated edges, look-alike names, a read log that
-  favours recent facts of popular entities), loaded as `write_episode` stores it (org_load.py);
+- `org` (the default): at each size a system of its own (its own Postgres) holding an
+  organisation's year of memory (org_history.py: agents, projects, sessions, restated edges,
+  look-alike names, a read log that favours recent facts of popular entities), loaded as
+  `write_episode` stores it (org_load.py);
 - `flat`: one scope growing from size to size with one agent's synthetic facts
   (libs/local/eval/bulk.py), ages spread over a year by a hash, a tenth of them ended versions,
   the newest read once.
@@ -21,6 +22,10 @@ At each size it measures four arms on the same queries:
 - hot_gold_read: the hot arm again once every gold fact was read a day ago and a run placed them
   hot: the same facts and questions in the other tier, so consolidated facts' recall can be set
   against hot facts' (the bar: at least 0.9 of it).
+
+With the `org` history and several sizes, once every size is measured, the hot arm's questions are
+asked on every size's system by turns (PAIRED_ROUNDS rounds): the comparison of sizes that the
+machine's drift over minutes does not tilt.
 
 It reports hit@10, recall@10 and MRR@10 with bootstrap intervals, the gold facts' tiers and how
 many were reached through a digest, latency, CPU per query of this process (the services run
@@ -41,7 +46,9 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +83,8 @@ BRIEFS = 30
 # The first hot pass after a run reads part of the store from outside Postgres' cache; the passes
 # after it show a query's cost on a warm store, by pass so their spread shows too.
 WARM_PASSES = 3
+# Passes of the default search by turns on every size's system, after every size was measured.
+PAIRED_ROUNDS = 8
 RUN_TIMEOUT_S = 4 * 3600.0  # a run over a million facts outlasts the bulk timeout (600 s)
 
 # A hash of each row's hash: the rows themselves joined (vectors as text, ~4 KB a fact) pass
@@ -85,6 +94,7 @@ SELECT md5(string_agg(md5(concat_ws('|', id, source_entity, target_entity, relat
        supersedes, written_at, embedding::text)), '' ORDER BY id)) FROM facts WHERE scope_id = %(scope_id)s
 """
 SCOPE_ID = "SELECT id FROM scopes WHERE name = %(name)s"
+FACTS_IN_DATABASE = "SELECT count(*) FROM facts"  # every scope's: what the measured search shares its indexes with
 AGE_GOLD = """
 UPDATE facts SET written_at = now() - make_interval(days => %(days)s), t_valid = now() - make_interval(days => %(days)s)
 WHERE scope_id = %(scope_id)s AND id = ANY(%(ids)s::uuid[])
@@ -176,25 +186,38 @@ HISTORIES = ("org", "flat")
 
 async def run(path: str | Path, sizes: list[int], *, history: str = "org", show: bool = False,
               vector_cache: Path | None = None) -> dict[str, Any]:
-    """The report: one row per size (`org`: a store of its own per size; `flat`: one growing store).
+    """The report: one row per size (`org`: a system of its own per size; `flat`: one growing store).
 
     `vector_cache`: a directory where the `org` history's fact vectors are kept between runs
-    (vector_cache.py); a size whose vectors are there loads without the model.
+    (vector_cache.py); a size whose vectors are there loads without the model. With the `org`
+    history and more than one size, `paired` holds the default search's cost on every size's system
+    by turns (_paired_passes).
     """
     data = agent_facts.load(path)
     embedder = MiniLM()
     cache = None if vector_cache is None else VectorCache(vector_cache, f"{embedder.name}@{MODEL_SHA256}")
     rows: list[dict[str, Any]] = []
-    async with throwaway_stack(embedder) as stack:
-        call = stack_call(stack, timeout=RUN_TIMEOUT_S)
+    paired: dict[str, Any] | None = None
+    # Each size of the org history in a system of its own, every system up until the paired passes
+    # end: the hot tier's indexes serve every scope of a database, so a size measured beside
+    # another's store would walk that store's rows too.
+    async with AsyncExitStack() as systems:
         if history == "org":
+            measured: list[SizeSystem] = []
             for size in sorted(sizes):
+                stack = await systems.enter_async_context(throwaway_stack(embedder))
+                call = stack_call(stack, timeout=RUN_TIMEOUT_S)
                 scope = await new_scope(call, f"org-{size}")
                 by_id = await _plant_gold(call, stack.database_url, scope, data, show)
                 org = await load_org(stack.database_url, scope, size, embedder, show, cache)
                 rows.append(await _measure(call, stack.database_url, scope, data, by_id, embedder, size, show,
                                            org=org))
+                measured.append(SizeSystem(size, call, stack.database_url, scope, by_id))
+            if len(measured) > 1:
+                paired = await _paired_passes(measured, data, show)
         else:
+            stack = await systems.enter_async_context(throwaway_stack(embedder))
+            call = stack_call(stack, timeout=RUN_TIMEOUT_S)
             scope = await new_scope(call, "tiers")
             by_id = await _plant_gold(call, stack.database_url, scope, data, show)
             source = synthetic.FactSource()
@@ -204,7 +227,19 @@ async def run(path: str | Path, sizes: list[int], *, history: str = "org", show:
                                            progress=_progress(size) if show else None)
                 rows.append(await _measure(call, stack.database_url, scope, data, by_id, embedder, stored, show))
     return {"dataset": "agent-facts", "gold_facts": len(data.facts), "queries": len(data.queries),
-            "gold_age_days": GOLD_AGE_DAYS, "history": history, "rows": rows}
+            "gold_age_days": GOLD_AGE_DAYS, "history": history, "rows": rows,
+            **({"paired": paired} if paired is not None else {})}
+
+
+@dataclass(frozen=True)
+class SizeSystem:
+    """One size's system once measured: where its default search is asked."""
+
+    size: int
+    call: Any
+    database_url: str
+    scope: str
+    by_id: dict[str, str]
 
 
 async def _plant_gold(call: Any, database_url: str, scope: str, data: agent_facts.AgentFacts,
@@ -275,6 +310,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
             await conn.execute(LOG_READS, {"scope_id": scope_id, "scope": scope, "reads": max(10, distractors // 50)})
             await conn.execute("VACUUM ANALYZE facts")
         content_before = (await (await conn.execute(CONTENT_HASH, {"scope_id": scope_id})).fetchone())[0]  # type: ignore[index]
+        in_database = (await (await conn.execute(FACTS_IN_DATABASE)).fetchone())[0]  # type: ignore[index]
         instant = int(time.time()) - 30 * 86400  # one past instant for both sides of the invariant
         past, as_of_ms = await _as_of_answers(call, scope, data, instant)
         # Asked twice before anything moves: a difference here is the search's own, not consolidation's.
@@ -317,7 +353,8 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
     for tier in tiers.values():
         gold_tiers[tier] = gold_tiers.get(tier, 0) + 1
     row = {
-        "distractors": distractors, "consolidation": cost, "gold_tiers": gold_tiers, "brief_ms": brief,
+        "distractors": distractors, "facts_in_database": in_database, "consolidation": cost, "gold_tiers": gold_tiers,
+        "brief_ms": brief,
         **({"brief_project_ms": brief_project} if brief_project else {}),
         "as_of_ms": latency_stats(as_of_ms),
         **({"org": org["load"], "probes": probes} if org is not None else {}),
@@ -451,6 +488,64 @@ async def _warm_passes(call: Any, scope: str, data: agent_facts.AgentFacts, by_i
             "same_gold_ranks": all([a[0] for a in answers] == [a[0] for a in first] for answers, _ in passes)}
 
 
+@dataclass(frozen=True)
+class PassCost:
+    """One pass of the default search over the questions: CPU a query, its p95 and hit@10."""
+
+    process_cpu_ms: float
+    postgres_cpu_ms: float
+    p95_ms: float
+    hit10: float
+
+
+async def _paired_passes(systems: list[SizeSystem], data: agent_facts.AgentFacts, show: bool) -> dict[str, Any]:
+    """The default search's cost on every size's system by turns, once every size was measured: a
+    pass each to warm up, then PAIRED_ROUNDS rounds of one pass a size, the order reversed every
+    other round, so what drifts on the machine over minutes falls on every size alike (sizes each
+    timed in a stretch of their own differed by 5-10% from that alone). The stores are as their
+    last step left them (the gold facts read lately and placed hot).
+
+    Per size, by round (median, min, max): CPU a query of the services and of Postgres, p95 and
+    hit@10. Per size after the first, its figures over the size before it, round by round.
+    """
+    postmasters: dict[int, psutil.Process] = {}
+    for system in systems:
+        async with await psycopg.AsyncConnection.connect(system.database_url) as conn:
+            postmasters[system.size] = await _postmaster(conn)
+    for system in systems:
+        await _arm(system.call, system.scope, data, system.by_id, "hot")
+    passes: dict[int, list[PassCost]] = {system.size: [] for system in systems}
+    for turn in range(PAIRED_ROUNDS):
+        for system in systems if turn % 2 == 0 else systems[::-1]:
+            answers, postgres_ms = await _arm_with_postgres(system.call, system.scope, data, system.by_id, "hot",
+                                                            postmasters[system.size])
+            passes[system.size].append(PassCost(_process_cpu_ms(answers), postgres_ms,
+                                                percentile([a[2] for a in answers], 95),
+                                                _scores(answers, data)["quality"]["hit10"]))
+    _phase(show, systems[-1].size, f"the default search on every size by turns, {PAIRED_ROUNDS} rounds")
+    sizes = [system.size for system in systems]
+    return {"rounds": PAIRED_ROUNDS,
+            "sizes": {str(size): _pass_spreads(passes[size]) for size in sizes},
+            "over_previous": {str(size): _ratios(passes[size], passes[previous], previous)
+                              for previous, size in pairwise(sizes)}}
+
+
+def _pass_spreads(passes: list[PassCost]) -> dict[str, dict[str, float]]:
+    return {"process_cpu_ms_per_query": _spread([p.process_cpu_ms for p in passes]),
+            "postgres_cpu_ms_per_query": _spread([p.postgres_cpu_ms for p in passes]),
+            "p95_ms": _spread([p.p95_ms for p in passes]), "hit10": _spread([p.hit10 for p in passes])}
+
+
+def _ratios(larger: list[PassCost], smaller: list[PassCost], against: int) -> dict[str, Any]:
+    """`larger`'s passes over `smaller`'s, round by round (each pair ran minutes apart at most)."""
+    pairs = list(zip(larger, smaller, strict=True))
+    return {"against": against,
+            "postgres": _spread([a.postgres_cpu_ms / b.postgres_cpu_ms for a, b in pairs], 3),
+            "services_and_postgres": _spread([(a.process_cpu_ms + a.postgres_cpu_ms)
+                                              / (b.process_cpu_ms + b.postgres_cpu_ms) for a, b in pairs], 3),
+            "p95": _spread([a.p95_ms / b.p95_ms for a, b in pairs], 3)}
+
+
 def _process_cpu_ms(answers: list[Answer]) -> float:
     return sum(answer[4] for answer in answers) / len(answers)
 
@@ -459,8 +554,9 @@ def _p50_p95(latencies: list[float]) -> dict[str, float]:
     return {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2)}
 
 
-def _spread(values: list[float]) -> dict[str, float]:
-    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2), "max": round(max(values), 2)}
+def _spread(values: list[float], digits: int = 2) -> dict[str, float]:
+    return {"median": round(statistics.median(values), digits), "min": round(min(values), digits),
+            "max": round(max(values), digits)}
 
 
 async def _gold_tiers(conn: psycopg.AsyncConnection, by_id: dict[str, str]) -> dict[str, str]:
@@ -584,7 +680,8 @@ def _tier_ratio(hot: list[Answer], tiers: dict[str, str], read_lately: ReadLatel
 
 
 def render_row(row: dict[str, Any]) -> str:
-    lines = [f"distractors {row['distractors']}: gold tiers {row['gold_tiers']}; consolidation "
+    lines = [f"distractors {row['distractors']} ({row['facts_in_database']} facts in the database): "
+             f"gold tiers {row['gold_tiers']}; consolidation "
              f"{row['consolidation']['wall_s']} s wall, {row['consolidation']['process_cpu_s']} s CPU of this process, "
              f"{row['consolidation']['postgres_cpu_s']} s of Postgres, then VACUUM ANALYZE "
              f"{row['consolidation']['vacuum_after']['wall_s']} s wall (digests' pages all-visible: "
@@ -634,4 +731,19 @@ def _prewarmed(prewarm: dict[str, Any]) -> str:
 def render(report: dict[str, Any]) -> str:
     head = (f"agent-facts ({report['gold_facts']} facts, {report['queries']} queries) planted {report['gold_age_days']} "
             f"days old and never read, inside synthetic distractors ({report.get('history', 'flat')} history)")
-    return "\n".join([head, *(render_row(row) for row in report["rows"])])
+    return "\n".join([head, *(render_row(row) for row in report["rows"]),
+                      *(_render_paired(report["paired"]) if "paired" in report else [])])
+
+
+def _render_paired(paired: dict[str, Any]) -> list[str]:
+    lines = [f"the default search on every size's system by turns ({paired['rounds']} rounds, the gold facts read "
+             f"lately), by round, median [min, max]:"]
+    for size, figures in paired["sizes"].items():
+        lines.append(f"  {size}: CPU-ms a query services {_spread_text(figures['process_cpu_ms_per_query'])} + "
+                     f"Postgres {_spread_text(figures['postgres_cpu_ms_per_query'])}; p95 "
+                     f"{_spread_text(figures['p95_ms'])} ms; hit@10 {_spread_text(figures['hit10'])}")
+    for size, ratio in paired["over_previous"].items():
+        lines.append(f"  {size} over {ratio['against']}, round by round: Postgres CPU {_spread_text(ratio['postgres'])}, "
+                     f"services + Postgres {_spread_text(ratio['services_and_postgres'])}, p95 "
+                     f"{_spread_text(ratio['p95'])}")
+    return lines
