@@ -36,6 +36,7 @@ async def _write_ledger_and_fax(handlers: Handlers) -> None:
                                   {"session_id": "s", "entities": entities, "facts": facts})
     assert written["stored"] is True
 
+
 async def _date_back_and_consolidate(handlers: Handlers) -> None:
     """Every fact written 200 days ago, then a run over the shared scope: facts nobody read leave the hot tier."""
     await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days'")
