@@ -219,7 +219,8 @@ def benchmark_keepup(settings: Settings, args: argparse.Namespace) -> int:
 
 def benchmark_tiers(settings: Settings, args: argparse.Namespace) -> int:
     """Prints each size's four arms (flat, every tier, hot, hot with the gold facts read lately), the
-    consolidated-against-hot ratio and the invariants; exit 2 for a bad path or size list, or a
+    consolidated-against-hot ratio, the invariants and, for several sizes, the search on every
+    size by turns (each size's row also goes to stderr as it ends); exit 2 for a bad path or size list, or a
     vector cache asked of the flat history."""
     from echo_memory.libs.local.eval import tier_bench
 
@@ -239,6 +240,5 @@ def benchmark_tiers(settings: Settings, args: argparse.Namespace) -> int:
     report = eventloop.run(tier_bench.run(args.agent_facts, sizes, history=args.history, show=not args.json,
                                           vector_cache=args.vector_cache),
                            use_uvloop=settings.uvloop)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2) if args.json else tier_bench.render(report))
     return 0

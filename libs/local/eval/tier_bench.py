@@ -373,7 +373,7 @@ async def _measure(call: Any, database_url: str, scope: str, data: agent_facts.A
                        "rebuild_identical": digests_before == digests_rebuilt},
     }
     if show:
-        print(render_row(row), flush=True)
+        print(render_row(row), file=sys.stderr, flush=True)  # the whole report goes to stdout at the end
     return row
 
 
