@@ -166,11 +166,12 @@ WHERE scope_id = %(scope_id)s AND valid_to IS NULL ORDER BY subject_id
 """
 
 
-# The current digests nearest a query, in exact order: what a hot search's digest step (which walks
-# the digests' HNSW index) aims to expand; areas are not expanded.
+# The current topics nearest a query, in exact order: what a hot search's route by meaning (which
+# walks the digests' HNSW index) aims to expand. It expands topics only; entity digests are reached
+# by the query's words, and areas not at all.
 NEAREST_DIGESTS = """
 SELECT member_ids::text[] FROM digests
-WHERE scope_id = %(scope_id)s AND valid_to IS NULL AND kind <> 'area'
+WHERE scope_id = %(scope_id)s AND valid_to IS NULL AND kind = 'topic'
 ORDER BY embedding <=> %(embedding)s, id
 LIMIT %(digests)s
 """
@@ -609,8 +610,8 @@ def _scores(answers: list[Answer], data: agent_facts.AgentFacts) -> dict[str, An
 async def _digest_reach(conn: psycopg.AsyncConnection, scope_id: Any, data: agent_facts.AgentFacts,
                         by_id: dict[str, str], embedder: MiniLM) -> dict[str, Any]:
     """Per relevant gold fact of each query: is it in a current digest at all, and in one of the
-    `digests_expanded` digests nearest the query in exact order (a hot search cannot recover a fact
-    whose digest it does not expand)."""
+    `digests_expanded` topics nearest the query in exact order (the route by meaning cannot recover
+    a fact whose topic it does not expand; the words' route may)."""
     expands = RetrievalSettings().digests_expanded
     fact_of = {dataset_id: fact_id for fact_id, dataset_id in by_id.items()}
     digested = {r[0] for r in await (await conn.execute(IN_A_DIGEST, {"scope_id": scope_id})).fetchall()}
