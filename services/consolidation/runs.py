@@ -45,6 +45,8 @@ def count_run(counter: Counter, counts: TierCounts) -> None:
     """Add one run's counts to `counter` (labelled by outcome)."""
     for outcome in OUTCOMES:
         counter.labels(outcome).inc(getattr(counts, outcome))
+
+
 INSERT_AUDIT = """
 INSERT INTO audit_log (scope_id, kind, agent_id, after, reason)
 VALUES (%(scope_id)s, %(kind)s, %(agent_id)s, %(after)s, %(reason)s)

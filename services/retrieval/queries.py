@@ -469,6 +469,7 @@ def hot_statement(sql: str, pending: int) -> str:
         return HOT_FILTERED[sql]
     return (HOT_ONLY if pending else HOT_INDEXED_ONLY)[sql]
 
+
 # The current digests nearest the query, and of each the member facts visible at `at` nearest the
 # query: the rows a consolidated search adds are bounded by digests × members. Current, because a
 # hot search is never `as_of`; ordered by distance alone, so the partial HNSW index over current

@@ -38,6 +38,7 @@ def second_org(pg: Any, nats_url: str, request: pytest.FixtureRequest) -> Iterat
     with psycopg.connect(pg.dsn, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
+
 @pytest.fixture
 async def registered_second_org(second_org: tuple[str, str], nats_url: str) -> AsyncIterator[tuple[str, str]]:
     org, url = second_org

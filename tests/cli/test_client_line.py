@@ -131,7 +131,6 @@ def test_a_taken_edge_port_is_said_on_the_terminal_and_the_next_start_returns() 
         shutil.rmtree(home, ignore_errors=True)
 
 
-
 @pytest.mark.e2e
 def test_foreground_up_says_the_port_moved_and_prints_the_new_line() -> None:
     home = server_dir("line-up")

@@ -227,7 +227,6 @@ async def test_only_the_admin_may_erase(handlers: Handlers) -> None:
     assert await content_hash(handlers.conn) == before
 
 
-
 async def test_an_erased_turn_is_not_imported_again(handlers: Handlers) -> None:
     marker = new_marker()
     ids = await seed(handlers, marker)

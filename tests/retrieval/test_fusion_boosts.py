@@ -79,7 +79,6 @@ def test_coordination_needs_three_terms_or_every_term_of_a_short_query() -> None
     assert [c.id for c, _ in fuse(short, weights, ["dense"])] == ["near", "exact"]
 
 
-
 def test_default_weights_rank_the_fact_with_the_query_words_in_order_first() -> None:
     """Two facts match every query word equally (same BM25, same cosine); the shipped fact
     proximity weight puts the one holding the words next to each other, in order, first."""

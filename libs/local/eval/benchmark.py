@@ -450,6 +450,7 @@ async def _throwaway(args: Any, sizes: list[int]) -> dict[str, Any]:
         call = stack_call(stack, timeout=120)
         scope = await new_scope(call, "bench")
         token = await asyncio.to_thread(stack.issue_token, "benchmark", [scope], [scope])
+
         async def restart(channels: str | None) -> None:
             await restart_service(stack, "retrieval", retrieval=channel_settings(channels))
 

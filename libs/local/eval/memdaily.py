@@ -108,7 +108,6 @@ def scores(ranked: list[str], gold: set[str]) -> dict[str, float]:
     return row | {"hit@5": hit_at(ranked, gold, 5), "mrr@10": reciprocal_rank(ranked, gold, 10)}
 
 
-
 async def run_memdaily(call: Call, path: str | Path, *, per_file: int | None = None) -> dict[str, Any]:
     """Scores per type and overall for the system and for BM25, the system's lead, latency, and
     `tokens@10`: what the top-10 recall puts in an agent's context, for the system and for BM25."""

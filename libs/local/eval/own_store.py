@@ -41,6 +41,8 @@ class ThrowawayCall(Protocol):
 
     def __call__(self, service: str, verb: str, args: dict[str, Any], wait: float | None = None,
                  /) -> Awaitable[dict[str, Any]]: ...
+
+
 KINDS = ("forward", "reverse", "pair")
 DEPTH = 10  # the recall an agent makes: hit@10 and MRR@10
 BOOTSTRAP_SAMPLES = 1000

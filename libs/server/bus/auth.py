@@ -111,7 +111,6 @@ def connect_options(credentials: NatsCredentials | None) -> dict[str, Any]:
     }
 
 
-
 @dataclass(frozen=True)
 class BusAccess:
     """How a process reaches the bus, worked out by whoever started it.
@@ -123,6 +122,7 @@ class BusAccess:
 
     credentials: NatsCredentials | None = None
     follow: Callable[[NatsClient], asyncio.Task[None] | None] | None = None
+
 
 __all__ = ["BusAccess",
     "credentials_path",

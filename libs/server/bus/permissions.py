@@ -62,6 +62,7 @@ EVENTS_ERASE = (
     f"$JS.API.STREAM.MSG.DELETE.{EVENTS_STREAM}",
 )
 
+
 def events_consume(consumer: str) -> tuple[str, ...]:
     """A service's pull consumer `consumer` of ECHO_EVENTS: create or bind it, fetch, acknowledge."""
     return (
