@@ -25,6 +25,9 @@ def test_benchmark_keepup_reports_writes_alone_and_beside_runs() -> None:
         assert 0 <= phase["samples_blocked_by_a_run"] <= phase["lock_wait_samples"] <= phase["lock_samples"]
         ran = phase["runs"]["n"]
         assert (ran > 0) if phase["phase"] == "runs" else (ran == 0)
+        assert len(phase["runs"]["placed"]) == ran
+        if ran:  # the phase before wrote facts no run had placed: the first run of this one places them
+            assert phase["runs"]["placed"][0] > 0
     assert len(report["summary"]["facts_per_s_ratio"]) == 2
 
 

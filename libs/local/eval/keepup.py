@@ -70,6 +70,7 @@ class PhaseLog:
     samples: int = 0
     waits: dict[str, int] = field(default_factory=dict)  # "waiting <- blocking" -> samples
     runs: list[tuple[float, float]] = field(default_factory=list)  # (start, end), perf_counter seconds
+    placed: list[int] = field(default_factory=list)  # per run: facts written since the previous run started
 
 
 async def run(facts: int, seconds: float, writers: int, *, vector_cache: Path | None = None,
@@ -116,8 +117,9 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
     async def runs() -> None:
         while loop.time() < stop:
             began = time.perf_counter()
-            await call("consolidation", "consolidate", {"scope": scope})
+            result = await call("consolidation", "consolidate", {"scope": scope})
             log.runs.append((began, time.perf_counter()))
+            log.placed.append(result["runs"][0]["counts"]["placed"])
 
     async def ticker() -> None:
         while not done.is_set():
@@ -154,17 +156,18 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         "lock_wait_samples": log.wait_samples, "lock_samples": log.samples,
         "samples_blocked_by_a_run": log.blocked_by_a_run,
         "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
-        "runs": _runs(log.runs), "process_cpu_s": round(time.process_time() - cpu, 1),
+        "runs": _runs(log.runs, log.placed), "process_cpu_s": round(time.process_time() - cpu, 1),
         "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 1),
     }
 
 
-def _runs(spans: list[tuple[float, float]]) -> dict[str, Any]:
-    """Runs finished, their wall time, and the lag bound (the longest start-to-next-end span)."""
+def _runs(spans: list[tuple[float, float]], placed: list[int]) -> dict[str, Any]:
+    """Runs finished, their wall time, the lag bound (the longest start-to-next-end span) and the
+    facts each run placed for the first time (those written since the run before it started)."""
     walls = [end - start for start, end in spans]
     lags = [spans[i + 1][1] - spans[i][0] for i in range(len(spans) - 1)]
     return {"n": len(spans), "wall_s_p50": round(percentile(walls, 50), 1), "wall_s_max": round(max(walls, default=0), 1),
-            "lag_bound_s": round(max(lags, default=max(walls, default=0)), 1)}
+            "lag_bound_s": round(max(lags, default=max(walls, default=0)), 1), "placed": placed}
 
 
 def _summary(phases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -191,6 +194,7 @@ def render_phase(phase: dict[str, Any]) -> str:
             f"({phase['samples_blocked_by_a_run']} blocked by a run); CPU {phase['process_cpu_s']} s of this process, "
             f"{phase['run_process_cpu_s']} s of the run process")
     if r["n"]:
-        line += f"; {r['n']} runs, wall p50 {r['wall_s_p50']} s max {r['wall_s_max']} s, lag bound {r['lag_bound_s']} s"
+        line += (f"; {r['n']} runs, wall p50 {r['wall_s_p50']} s max {r['wall_s_max']} s, lag bound {r['lag_bound_s']} s,"
+                 f" placed {', '.join(map(str, r['placed']))}")
     return line
 
