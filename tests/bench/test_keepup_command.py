@@ -28,7 +28,11 @@ def test_benchmark_keepup_reports_writes_alone_and_beside_runs() -> None:
         assert len(phase["runs"]["placed"]) == ran
         if ran:  # the phase before wrote facts no run had placed: the first run of this one places them
             assert phase["runs"]["placed"][0] > 0
+        else:  # nothing copies a fact into the hot tier's indexes but a run
+            assert phase["pending"]["end"] >= phase["facts"] and phase["pending"]["max"] > 0
     assert len(report["summary"]["facts_per_s_ratio"]) == 2
+    # The first run placed the whole store, so what waits after the first phase is exactly what it wrote.
+    assert report["phases"][0]["pending"]["end"] == report["phases"][0]["facts"]
 
 
 def test_benchmark_keepup_refuses_a_bad_count() -> None:

@@ -10,6 +10,8 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
   would hold every write and query the process serves;
 - samples of Postgres backends waiting on a lock (every 50 ms), with what the waiting and the
   blocking statements were, and in how many a run's statement was the blocker;
+- how many facts waited in `hot_pending` (sampled every 5 s; the most, and at the phase's end):
+  written since the last run, read exactly by a hot search up to the retrieval's HOT_PENDING_EXACT;
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
 - CPU seconds of this process (the services and the writers) and of the consolidation service's
@@ -21,6 +23,7 @@ Figures only: nothing here is asserted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +44,7 @@ PHASES = ("alone", "runs", "alone", "runs")
 SESSION_FACTS = 6  # facts per write: a session's worth, as an agent writes them
 TICK_S = 0.01
 LOCK_SAMPLE_S = 0.05
+PENDING_SAMPLE_S = 5.0
 RUN_TIMEOUT_S = 3600
 
 # Backends of this database waiting on a lock, with the statement each waits in and the statements
@@ -57,6 +61,7 @@ GROUP BY w.pid, w.query
 # text is the statement it runs or last ran in its transaction.
 RUN_MARKERS = ("fact_tiers", "digests", "consolidation_runs", "tier_moves", "hot_facts", "hot_pending")
 
+PENDING = "SELECT count(*) FROM hot_pending p JOIN scopes s ON s.id = p.scope_id WHERE s.name = %(scope)s"
 NAMES = "SELECT e.name FROM entities e JOIN scopes s ON s.id = e.scope_id WHERE s.name = %(scope)s"
 
 
@@ -69,6 +74,8 @@ class PhaseLog:
     blocked_by_a_run: int = 0  # samples in which a run's statement blocked another backend
     samples: int = 0
     waits: dict[str, int] = field(default_factory=dict)  # "waiting <- blocking" -> samples
+    run_waits: dict[str, int] = field(default_factory=dict)  # the same, where a blocker named a run's table
+    pending: list[int] = field(default_factory=list)  # facts in hot_pending, every PENDING_SAMPLE_S
     runs: list[tuple[float, float]] = field(default_factory=list)  # (start, end), perf_counter seconds
     placed: list[int] = field(default_factory=list)  # per run: facts written since the previous run started
 
@@ -138,9 +145,17 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
             for waiting, blocking in rows:
                 key = f"{waiting} <- {' | '.join(blocking)}"
                 log.waits[key] = log.waits.get(key, 0) + 1
+                if any(marker in text for text in blocking for marker in RUN_MARKERS):
+                    log.run_waits[key] = log.run_waits.get(key, 0) + 1
             await asyncio.sleep(LOCK_SAMPLE_S)
 
-    watchers = [asyncio.create_task(ticker()), asyncio.create_task(locks())]
+    async def pending() -> None:
+        while not done.is_set():
+            log.pending.append(await _pending(conn, scope))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), PENDING_SAMPLE_S)
+
+    watchers = [asyncio.create_task(ticker()), asyncio.create_task(locks()), asyncio.create_task(pending())]
     work = [writer(n) for n in range(writers)] + ([runs()] if name == "runs" else [])
     try:
         await asyncio.gather(*work)
@@ -148,6 +163,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         done.set()
         await asyncio.gather(*watchers)
     wall = time.perf_counter() - started
+    log.pending.append(await _pending(conn, scope))
     return {
         "phase": name, "wall_s": round(wall, 1), "writes": len(log.write_ms), "facts": log.facts,
         "facts_per_s": round(log.facts / wall, 1), "write_ms": {**latency_stats(log.write_ms),
@@ -156,9 +172,17 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         "lock_wait_samples": log.wait_samples, "lock_samples": log.samples,
         "samples_blocked_by_a_run": log.blocked_by_a_run,
         "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
+        "run_lock_waits": dict(sorted(log.run_waits.items(), key=lambda kv: -kv[1])[:5]),
+        "pending": {"max": max(log.pending), "end": log.pending[-1]},
         "runs": _runs(log.runs, log.placed), "process_cpu_s": round(time.process_time() - cpu, 1),
         "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 1),
     }
+
+
+async def _pending(conn: psycopg.AsyncConnection, scope: str) -> int:
+    """Facts of `scope` waiting in `hot_pending` for a run to copy them into the hot tier's indexes."""
+    row = await (await conn.execute(PENDING, {"scope": scope})).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _runs(spans: list[tuple[float, float]], placed: list[int]) -> dict[str, Any]:
@@ -192,7 +216,8 @@ def render_phase(phase: dict[str, Any]) -> str:
             f"write p50 {w['p50']} p95 {w['p95']} max {w['max']} ms; loop late p99 {late['p99']} max {late['max']} ms; "
             f"lock waits in {phase['lock_wait_samples']} of {phase['lock_samples']} samples "
             f"({phase['samples_blocked_by_a_run']} blocked by a run); CPU {phase['process_cpu_s']} s of this process, "
-            f"{phase['run_process_cpu_s']} s of the run process")
+            f"{phase['run_process_cpu_s']} s of the run process; facts pending at most {phase['pending']['max']}, "
+            f"{phase['pending']['end']} at the end")
     if r["n"]:
         line += (f"; {r['n']} runs, wall p50 {r['wall_s_p50']} s max {r['wall_s_max']} s, lag bound {r['lag_bound_s']} s,"
                  f" placed {', '.join(map(str, r['placed']))}")
