@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from echo_memory.libs.local.eval import keepup
+from echo_memory.services.retrieval import queries
+
 BIN = Path(sys.executable).parent / "echo-memory"
 
 
@@ -30,9 +33,17 @@ def test_benchmark_keepup_reports_writes_alone_and_beside_runs() -> None:
             assert phase["runs"]["placed"][0] > 0
         else:  # nothing copies a fact into the hot tier's indexes but a run
             assert phase["pending"]["end"] >= phase["facts"] and phase["pending"]["max"] > 0
+        searches = phase["search_ms"]
+        assert searches["read_exactly"]["n"] + searches["filtered"]["n"] > 0
+        if phase["pending"]["max"] <= keepup.PENDING_EXACT:  # sampled before each search as well
+            assert searches["filtered"]["n"] == 0 and searches["read_exactly"]["p50"] > 0
     assert len(report["summary"]["facts_per_s_ratio"]) == 2
     # The first run placed the whole store, so what waits after the first phase is exactly what it wrote.
     assert report["phases"][0]["pending"]["end"] == report["phases"][0]["facts"]
+
+
+def test_the_split_of_searches_is_the_retrievals() -> None:
+    assert keepup.PENDING_EXACT == queries.HOT_PENDING_EXACT
 
 
 def test_benchmark_keepup_refuses_a_bad_count() -> None:

@@ -12,6 +12,8 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
   blocking statements were, and in how many a run's statement was the blocker;
 - how many facts waited in `hot_pending` (sampled every 5 s; the most, and at the phase's end):
   written since the last run, read exactly by a hot search up to the retrieval's HOT_PENDING_EXACT;
+- a search (`query_memory`, the default hot search) every second, its latency apart for when at
+  most PENDING_EXACT facts waited (read exactly) and when more did (the facts table filtered);
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
 - CPU seconds of this process (the services and the writers) and of the consolidation service's
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +48,9 @@ SESSION_FACTS = 6  # facts per write: a session's worth, as an agent writes them
 TICK_S = 0.01
 LOCK_SAMPLE_S = 0.05
 PENDING_SAMPLE_S = 5.0
+SEARCH_EVERY_S = 1.0
+# The retrieval's HOT_PENDING_EXACT (libs may not import services; a test holds the two equal).
+PENDING_EXACT = 2000
 RUN_TIMEOUT_S = 3600
 
 # Backends of this database waiting on a lock, with the statement each waits in and the statements
@@ -76,6 +82,7 @@ class PhaseLog:
     waits: dict[str, int] = field(default_factory=dict)  # "waiting <- blocking" -> samples
     run_waits: dict[str, int] = field(default_factory=dict)  # the same, where a blocker named a run's table
     pending: list[int] = field(default_factory=list)  # facts in hot_pending, every PENDING_SAMPLE_S
+    search_ms: dict[str, list[float]] = field(default_factory=lambda: {"read_exactly": [], "filtered": []})
     runs: list[tuple[float, float]] = field(default_factory=list)  # (start, end), perf_counter seconds
     placed: list[int] = field(default_factory=list)  # per run: facts written since the previous run started
 
@@ -105,6 +112,7 @@ async def run(facts: int, seconds: float, writers: int, *, vector_cache: Path | 
 
 async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
                  source: synthetic.FactSource, name: str, seconds: float, writers: int) -> dict[str, Any]:
+    questions = synthetic.questions(50)
     log = PhaseLog()
     loop = asyncio.get_running_loop()
     stop = loop.time() + seconds
@@ -155,7 +163,18 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), PENDING_SAMPLE_S)
 
-    watchers = [asyncio.create_task(ticker()), asyncio.create_task(locks()), asyncio.create_task(pending())]
+    async def searcher() -> None:
+        for question in itertools.cycle(questions):
+            if done.is_set():
+                return
+            form = "filtered" if await _pending(conn, scope) > PENDING_EXACT else "read_exactly"
+            began = time.perf_counter()
+            await call("retrieval", "query_memory", {"query": question, "scope": scope, "top_k": 10, "max_tokens": 2000})
+            log.search_ms[form].append((time.perf_counter() - began) * 1000)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), SEARCH_EVERY_S)
+
+    watchers = [asyncio.create_task(task()) for task in (ticker, locks, pending, searcher)]
     work = [writer(n) for n in range(writers)] + ([runs()] if name == "runs" else [])
     try:
         await asyncio.gather(*work)
@@ -174,6 +193,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
         "run_lock_waits": dict(sorted(log.run_waits.items(), key=lambda kv: -kv[1])[:5]),
         "pending": {"max": max(log.pending), "end": log.pending[-1]},
+        "search_ms": {form: latency_stats(ms) for form, ms in log.search_ms.items()},
         "runs": _runs(log.runs, log.placed), "process_cpu_s": round(time.process_time() - cpu, 1),
         "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 1),
     }
@@ -217,7 +237,9 @@ def render_phase(phase: dict[str, Any]) -> str:
             f"lock waits in {phase['lock_wait_samples']} of {phase['lock_samples']} samples "
             f"({phase['samples_blocked_by_a_run']} blocked by a run); CPU {phase['process_cpu_s']} s of this process, "
             f"{phase['run_process_cpu_s']} s of the run process; facts pending at most {phase['pending']['max']}, "
-            f"{phase['pending']['end']} at the end")
+            f"{phase['pending']['end']} at the end; search p50 / p95 ms "
+            + ", ".join(f"{form.replace('_', ' ')} {v['p50']} / {v['p95']} (n {v['n']})"
+                        for form, v in phase["search_ms"].items()))
     if r["n"]:
         line += (f"; {r['n']} runs, wall p50 {r['wall_s_p50']} s max {r['wall_s_max']} s, lag bound {r['lag_bound_s']} s,"
                  f" placed {', '.join(map(str, r['placed']))}")
