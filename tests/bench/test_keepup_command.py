@@ -35,7 +35,7 @@ def test_benchmark_keepup_reports_writes_alone_and_beside_runs() -> None:
             assert phase["pending"]["end"] >= phase["facts"] and phase["pending"]["max"] > 0
         searches = phase["search_ms"]
         assert searches["read_exactly"]["n"] + searches["filtered"]["n"] > 0
-        if phase["pending"]["max"] <= keepup.PENDING_EXACT:  # sampled before each search as well
+        if phase["pending"]["max"] <= keepup.PENDING_EXACT:  # counted before each search
             assert searches["filtered"]["n"] == 0 and searches["read_exactly"]["p50"] > 0
     assert len(report["summary"]["facts_per_s_ratio"]) == 2
     # The first run placed the whole store, so what waits after the first phase is exactly what it wrote.

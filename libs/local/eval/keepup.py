@@ -10,10 +10,10 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
   would hold every write and query the process serves;
 - samples of Postgres backends waiting on a lock (every 50 ms), with what the waiting and the
   blocking statements were, and in how many a run's statement was the blocker;
-- how many facts waited in `hot_pending` (sampled every 5 s; the most, and at the phase's end):
-  written since the last run, read exactly by a hot search up to the retrieval's HOT_PENDING_EXACT;
-- a search (`query_memory`, the default hot search) every second, its latency apart for when at
-  most PENDING_EXACT facts waited (read exactly) and when more did (the facts table filtered);
+- a search (`query_memory`, the default hot search) every second, and before each how many facts
+  waited in `hot_pending` (written since the last run; the most, and at the phase's end): its
+  latency apart for when at most PENDING_EXACT waited (it reads them exactly) and when more did (it
+  filters the facts table instead);
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
 - CPU seconds of this process (the services and the writers) and of the consolidation service's
@@ -47,7 +47,6 @@ PHASES = ("alone", "runs", "alone", "runs")
 SESSION_FACTS = 6  # facts per write: a session's worth, as an agent writes them
 TICK_S = 0.01
 LOCK_SAMPLE_S = 0.05
-PENDING_SAMPLE_S = 5.0
 SEARCH_EVERY_S = 1.0
 # The retrieval's HOT_PENDING_EXACT (libs may not import services; a test holds the two equal).
 PENDING_EXACT = 2000
@@ -81,7 +80,7 @@ class PhaseLog:
     samples: int = 0
     waits: dict[str, int] = field(default_factory=dict)  # "waiting <- blocking" -> samples
     run_waits: dict[str, int] = field(default_factory=dict)  # the same, where a blocker named a run's table
-    pending: list[int] = field(default_factory=list)  # facts in hot_pending, every PENDING_SAMPLE_S
+    pending: list[int] = field(default_factory=list)  # facts in hot_pending, before each search
     search_ms: dict[str, list[float]] = field(default_factory=lambda: {"read_exactly": [], "filtered": []})
     runs: list[tuple[float, float]] = field(default_factory=list)  # (start, end), perf_counter seconds
     placed: list[int] = field(default_factory=list)  # per run: facts written since the previous run started
@@ -157,24 +156,19 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
                     log.run_waits[key] = log.run_waits.get(key, 0) + 1
             await asyncio.sleep(LOCK_SAMPLE_S)
 
-    async def pending() -> None:
-        while not done.is_set():
-            log.pending.append(await _pending(conn, scope))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), PENDING_SAMPLE_S)
-
     async def searcher() -> None:
         for question in itertools.cycle(questions):
             if done.is_set():
                 return
-            form = "filtered" if await _pending(conn, scope) > PENDING_EXACT else "read_exactly"
+            log.pending.append(await _pending(conn, scope))
+            form = "filtered" if log.pending[-1] > PENDING_EXACT else "read_exactly"
             began = time.perf_counter()
             await call("retrieval", "query_memory", {"query": question, "scope": scope, "top_k": 10, "max_tokens": 2000})
             log.search_ms[form].append((time.perf_counter() - began) * 1000)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), SEARCH_EVERY_S)
 
-    watchers = [asyncio.create_task(task()) for task in (ticker, locks, pending, searcher)]
+    watchers = [asyncio.create_task(task()) for task in (ticker, locks, searcher)]
     work = [writer(n) for n in range(writers)] + ([runs()] if name == "runs" else [])
     try:
         await asyncio.gather(*work)
