@@ -147,13 +147,14 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
             log.samples += 1
             if rows:
                 log.wait_samples += 1
-            if any(marker in text for _, blocking in rows for text in blocking for marker in RUN_MARKERS):
-                log.blocked_by_a_run += 1
+            by_a_run = False
             for waiting, blocking in rows:
                 key = f"{waiting} <- {' | '.join(blocking)}"
                 log.waits[key] = log.waits.get(key, 0) + 1
                 if any(marker in text for text in blocking for marker in RUN_MARKERS):
                     log.run_waits[key] = log.run_waits.get(key, 0) + 1
+                    by_a_run = True
+            log.blocked_by_a_run += int(by_a_run)
             await asyncio.sleep(LOCK_SAMPLE_S)
 
     async def searcher() -> None:
@@ -184,13 +185,17 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         "loop_late_ms": {"p99": round(percentile(log.late_ms, 99), 1), "max": round(max(log.late_ms, default=0.0), 1)},
         "lock_wait_samples": log.wait_samples, "lock_samples": log.samples,
         "samples_blocked_by_a_run": log.blocked_by_a_run,
-        "lock_waits": dict(sorted(log.waits.items(), key=lambda kv: -kv[1])[:5]),
-        "run_lock_waits": dict(sorted(log.run_waits.items(), key=lambda kv: -kv[1])[:5]),
+        "lock_waits": _commonest(log.waits), "run_lock_waits": _commonest(log.run_waits),
         "pending": {"max": max(log.pending), "end": log.pending[-1]},
         "search_ms": {form: latency_stats(ms) for form, ms in log.search_ms.items()},
         "runs": _runs(log.runs, log.placed), "process_cpu_s": round(time.process_time() - cpu, 1),
         "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 1),
     }
+
+
+def _commonest(counts: dict[str, int], n: int = 5) -> dict[str, int]:
+    """The `n` entries of `counts` with the most samples, most first."""
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:n])
 
 
 async def _pending(conn: psycopg.AsyncConnection, scope: str) -> int:
