@@ -27,6 +27,7 @@ IMPORT_TIME_TEMPLATES = {
     ("services/retrieval/queries.py", "_ts_rank"),
     ("services/retrieval/queries.py", "_query_terms"),
     ("services/consolidation/queries.py", "_move_tiers"),
+    ("services/consolidation/queries.py", "_copy_pending"),
 }
 
 

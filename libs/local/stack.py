@@ -86,8 +86,8 @@ class EchoStack:
             nats_url=nats_url,
             edge_port=free_port(),
             retrieval=retrieval or RetrievalSettings(),
-            # Runs only when asked for: a test's store must not change under it between two calls.
-            consolidation=consolidation or ConsolidationSettings(auto=False),
+            # Runs and copies only when asked for: a test's store must not change under it between two calls.
+            consolidation=consolidation or ConsolidationSettings(auto=False, hot_copy_seconds=0),
         )
         self.running: dict[str, RunningService] = {}
         self.edge: Any = None

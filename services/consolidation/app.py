@@ -9,7 +9,8 @@ Abstracts by the user's own model (abstracts.py; any caller, by its own scope ri
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel
 
@@ -45,6 +46,7 @@ from echo_memory.libs.core.contracts.verbs import (
 from echo_memory.libs.server.service.context import RequestContext, ServiceContext
 from echo_memory.libs.server.service.routes import Handler, Route, Routes
 from echo_memory.services.consolidation import abstracts, brief, runs
+from echo_memory.services.consolidation.hot_copy import COPIED, HotCopy
 from echo_memory.services.consolidation.scheduler import Scheduler
 from echo_memory.services.consolidation.worker import RunJob, RunProcess
 
@@ -55,11 +57,15 @@ REFUSALS = ("invalid_argument", "not_found", "scope_denied", "unauthenticated")
 def routes(ctx: ServiceContext) -> Routes:
     process = RunProcess(ctx.databases)
     ctx.on_stop = process.close
+    copy = HotCopy(ctx)
+    tasks: list[Callable[[], Awaitable[None]]] = [copy.run]
+    ctx.extra["hot_copy"] = copy
     if ctx.settings.consolidation.auto:
-        scheduler = Scheduler(ctx, process)
-        ctx.on_start = scheduler.run
+        scheduler = Scheduler(ctx, process, orgs=copy.orgs)  # the orgs its events name get copies too
+        tasks.append(scheduler.run)
         ctx.extra["scheduler"] = scheduler
-    for outcome in runs.OUTCOMES:  # present from the start: a dashboard reads 0 rather than nothing
+    ctx.on_start = _all_of(tasks)
+    for outcome in (*runs.OUTCOMES, COPIED):  # present from the start: a dashboard reads 0 rather than nothing
         ctx.metrics.consolidation.labels(outcome)
     return [
         # A run takes minutes at a million facts, in its own process and transaction: the request
@@ -72,6 +78,15 @@ def routes(ctx: ServiceContext) -> Routes:
         Route(WRITE_ABSTRACT, handle_write_abstract),
         Route(DIGEST_ABSTRACTS, handle_digest_abstracts),
     ]
+
+
+def _all_of(tasks: list[Callable[[], Awaitable[None]]]) -> Callable[[], Awaitable[None]]:
+    """One background task running `tasks` side by side; cancelling it cancels them all."""
+
+    async def run() -> None:
+        await asyncio.gather(*(task() for task in tasks))
+
+    return run
 
 
 def consolidate_in(process: RunProcess) -> Handler[ConsolidateInput, ConsolidateResult]:

@@ -92,18 +92,59 @@ SELECT (SELECT count(*) FROM left_hot) + (SELECT count(*) FROM back_hot) + (SELE
 
 APPLY_MOVES = _move_tiers("from_tier", "to_tier")
 
-# The facts written since the scope's last run leave `hot_pending`; those still hot (no fact_tiers
-# row, the moves just made included) get their copy in `hot_facts`, the hot tier's own indexes
-# (migration 0025). A fact committed after this statement's snapshot stays pending for the next run.
-INDEX_PENDING_HOT = """
+# Held by whoever changes a fact's tier or copies waiting facts into `hot_facts`, from then to
+# its commit: a run (its tier moves and copy), an undo, and the copy between runs (hot_copy.py).
+# Without it a copy could read "no fact_tiers row" beside a run's uncommitted move of the same
+# fact, and the moved fact would stay in the hot tier's indexes. Statements after taking it see
+# what its previous holder committed (read committed: a snapshot per statement).
+HOT_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('hot-tier:' || %(scope_id)s, 0))"
+TRY_HOT_LOCK = "SELECT pg_try_advisory_xact_lock(hashtextextended('hot-tier:' || %(scope_id)s, 0))"
+
+
+def _copy_pending(taken: str) -> str:
+    """The waiting facts matched by `taken` (a condition on `hot_pending p`) leave `hot_pending`;
+    those still hot (no fact_tiers row) get their copy in `hot_facts` (migration 0025). Returns
+    how many left and how many were copied. Run under the scope's HOT_LOCK."""
+    return f"""
 WITH taken AS (
-    DELETE FROM hot_pending p WHERE p.scope_id = %(scope_id)s RETURNING p.fact_id
+    DELETE FROM hot_pending p WHERE {taken} RETURNING p.fact_id
+), copied AS (
+    INSERT INTO hot_facts (fact_id, scope_id, embedding, tsv, tsv_length, visible_from, visible_until)
+    SELECT f.id, f.scope_id, f.embedding, f.tsv, f.tsv_length, f.t_valid, f.t_invalid
+    FROM taken JOIN facts f ON f.id = taken.fact_id
+    WHERE NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)
+    ON CONFLICT (fact_id) DO NOTHING
+    RETURNING fact_id
 )
-INSERT INTO hot_facts (fact_id, scope_id, embedding, tsv, tsv_length, visible_from, visible_until)
-SELECT f.id, f.scope_id, f.embedding, f.tsv, f.tsv_length, f.t_valid, f.t_invalid
-FROM taken JOIN facts f ON f.id = taken.fact_id
-WHERE NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)
-ON CONFLICT (fact_id) DO NOTHING
+SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM copied)
+"""
+
+
+# A run takes every waiting fact of its scope, the moves it just made included. A fact committed
+# after this statement's snapshot stays pending.
+INDEX_PENDING_HOT = _copy_pending("p.scope_id = %(scope_id)s")
+
+# Between runs: a batch of the waiting facts that writes added (migration 0031), in a scope a run
+# has placed (that run not undone). Before its first run a scope's facts all wait, a bulk load's or
+# an import's included, and the first run places them all: it would demote most of what a copy made.
+# The facts rows are locked first. An erasure locks the facts row before its cascade reaches
+# `hot_pending`; taking the rows in that same order, a copy and an erasure wait for each other
+# instead of deadlocking, and a row erased meanwhile is skipped. Writes never wait: the row a write
+# ends is locked "for no key update".
+LOCK_WRITTEN_BATCH = """
+SELECT f.id FROM hot_pending w JOIN facts f ON f.id = w.fact_id
+WHERE w.scope_id = %(scope_id)s AND w.written
+  AND EXISTS (SELECT 1 FROM consolidation_runs r WHERE r.scope_id = %(scope_id)s AND r.undone_at IS NULL)
+LIMIT %(batch)s
+FOR KEY SHARE OF f
+"""
+INDEX_WRITTEN_HOT = _copy_pending("p.scope_id = %(scope_id)s AND p.fact_id = ANY(%(fact_ids)s::uuid[])")
+
+# The scopes with written facts waiting: one probe of the partial index each.
+SCOPES_WRITTEN_WAITING = """
+SELECT s.id::text FROM scopes s
+WHERE EXISTS (SELECT 1 FROM hot_pending p WHERE p.scope_id = s.id AND p.written)
+ORDER BY s.id
 """
 
 ANALYZE_DIGESTS = "ANALYZE digests"

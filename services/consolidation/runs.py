@@ -5,7 +5,8 @@ table: a tier move writes the fact's row in fact_tiers, which no write touches, 
 for a run. It moves a fact only if the fact is still in the tier the run read, so a concurrent
 run's move wins and is counted as skipped here. The hot tier's own indexes (`hot_facts`, migration
 0025) follow the moves by trigger, and the run copies into them the facts written since the last
-run that stay hot. Rows, vectors, edges and the facts table's indexes are only read.
+run that stay hot and were not copied between runs (hot_copy.py). Rows, vectors, edges and the
+facts table's indexes are only read.
 """
 
 from __future__ import annotations
@@ -128,7 +129,9 @@ async def run_scope(conn: psycopg.AsyncConnection, caller: Caller, scope: ScopeR
     stored = await digests.store_digests(conn, scope.id, run_id, drafts)
     counts.digests_built, counts.digests_ended, counts.digests_unchanged = stored.built, stored.ended, stored.unchanged
     # Tier moves last: their fact_tiers rows stay locked until the commit, and a concurrent run that
-    # moves the same facts waits that long.
+    # moves the same facts waits that long. So does the scope's hot lock (queries.HOT_LOCK), which a copy
+    # between runs (hot_copy.py) holds for one batch at most.
+    await conn.execute(q.HOT_LOCK, {"scope_id": scope.id})
     if moving:
         await conn.execute(q.INSERT_MOVES, {
             "run_id": run_id, "fact_ids": [p.fact.id for p in moving], "from_tiers": [p.fact.tier for p in moving],
@@ -178,6 +181,7 @@ async def undo_run(conn: psycopg.AsyncConnection, caller: Caller, run_id: str) -
     if undone_at is not None:
         raise InvalidArgument(f"run {run_id} was already undone at {undone_at.isoformat()}")
     params = {"run_id": run_id, "scope_id": scope_id}
+    await conn.execute(q.HOT_LOCK, params)
     moved = (await (await conn.execute(q.COUNT_MOVES, params)).fetchone())[0]  # type: ignore[index]
     reverted = (await (await conn.execute(q.UNDO_MOVES, params)).fetchone())[0]  # type: ignore[index]
     started = (await conn.execute(q.UNDO_DIGESTS_STARTED, params)).rowcount

@@ -25,8 +25,8 @@ from echo_memory.libs.core.contracts.bus import Caller, Event
 from echo_memory.libs.core.contracts.subjects import CONSOLIDATION_CONSUMER, PREFIX
 from echo_memory.libs.server.bus.events import consume_events
 from echo_memory.libs.server.service.context import ServiceContext
-from echo_memory.libs.server.service.errors import as_echo_error
 from echo_memory.services.consolidation import runs
+from echo_memory.services.consolidation.failures import AGENT, record_failure
 from echo_memory.services.consolidation.worker import RunJob, RunProcess
 
 log = logging.getLogger(__name__)
@@ -34,11 +34,6 @@ log = logging.getLogger(__name__)
 FACT_EVENTS = f"{PREFIX}.*.events.fact.>"
 BATCH = 100
 FETCH_WAIT = 1.0  # seconds a fetch waits for events before the loop looks at the clock again
-AGENT = "consolidation"  # the actor automatic runs are recorded under
-RECORD_FAILURE = """
-INSERT INTO consolidation_failures (scope_id, actor, code, message)
-VALUES (%(scope_id)s, %(actor)s, %(code)s, %(message)s)
-"""
 
 
 @dataclass
@@ -102,7 +97,7 @@ class Scheduler:
             async with self.ctx.databases.transaction(org) as conn:
                 scopes = await runs.scopes_to_run(conn, None)
         except Exception as exc:  # noqa: BLE001 - the next sweep tries again; logged typed
-            await self.failed(org, None, exc)
+            await record_failure(self.ctx, org, None, "sweep", exc)
             return
         for scope in scopes:
             await self.run_scope(org, scope.id)
@@ -115,28 +110,10 @@ class Scheduler:
             job = RunJob(caller=caller, scope_id=scope_id, policy=self.ctx.settings.consolidation, lease=True)
             outcome = await self.process.run(org, job)
         except Exception as exc:  # noqa: BLE001 - one scope's failure must not stop the others; logged typed
-            await self.failed(org, scope_id, exc)
+            await record_failure(self.ctx, org, scope_id, "run", exc)
             return
         if outcome.leased_elsewhere:
             metrics.labels("skipped").inc()
         if outcome.run is not None:  # None: leased elsewhere, or erased or deleted since the event
             self.runs_done += 1
             runs.count_run(metrics, outcome.run.counts)
-
-    async def failed(self, org: str, scope_id: str | None, exc: Exception) -> None:
-        """Log, count and record a failed run (or sweep, `scope_id` None) so `health` sees it.
-
-        The record has a transaction of its own: the run's was rolled back. When the database
-        cannot take it either, the log line and the counter are what remains.
-        """
-        error = as_echo_error(exc, self.ctx.name)
-        where = f"org {org}" + (f" scope {scope_id}" if scope_id else " (sweep)")
-        log.warning("consolidation of %s failed: %s", where, error.message)
-        self.ctx.metrics.consolidation.labels("failed").inc()
-        try:
-            async with self.ctx.databases.transaction(org) as conn:
-                await conn.execute(RECORD_FAILURE, {"scope_id": scope_id, "actor": AGENT, "code": error.code,
-                                                    "message": error.message})
-        except Exception as again:  # noqa: BLE001 - the failure is already logged and counted
-            log.warning("consolidation could not record the failure of %s: %s", where,
-                        as_echo_error(again, self.ctx.name).message)

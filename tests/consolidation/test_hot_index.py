@@ -12,6 +12,7 @@ from echo_memory.libs.core.config.retrieval import RetrievalSettings
 from echo_memory.libs.core.config.settings import Settings
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.testing.tiers import Handlers
+from echo_memory.services.consolidation import hot_copy
 
 OLD = "The ledger service settles card payouts every night at two."
 NEW = "The ledger service exposes a gRPC API for balances."
@@ -151,3 +152,45 @@ async def test_a_hot_fact_ended_or_dated_after_its_copy_was_made_is_never_return
     assert RESTATED in await _texts(handlers, HOT_FACTS) and await _texts(handlers, PENDING) == set()
     found = await _search(hnsw, payouts)
     assert OLD not in found and {"dense", "lexical"} <= set(found[RESTATED])
+
+
+SHARED_ID = "SELECT id::text FROM scopes WHERE name = 'shared'"
+WRITTEN = "SELECT f.text FROM hot_pending p JOIN facts f ON f.id = p.fact_id WHERE p.written"
+FIRST = "The ledger service signs each payout batch with a hardware key."
+
+
+async def test_facts_written_since_a_run_are_copied_between_runs_and_the_rest_wait_for_one(
+        handlers: Handlers) -> None:
+    await _write(handlers, [_fact("Ledger service", "Payouts", "settles", OLD),
+                            _fact("Ledger service", "gRPC", "exposes", NEW),
+                            _fact("Fax gateway", "PDF", "converts to", LONE)])
+    scope_id = str((await (await handlers.conn.execute(SHARED_ID)).fetchone())[0])  # type: ignore[index]
+    # Before a scope's first run nothing is copied: the run places everything first.
+    assert await _texts(handlers, WRITTEN) == {OLD, NEW, LONE}
+    assert await hot_copy.copy_batch(handlers.conn, scope_id) == (0, 0)
+    await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    assert await _texts(handlers, HOT_FACTS) == {OLD, NEW, LONE}
+    await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days' WHERE text IN (%s, %s)",
+                                (OLD, LONE))
+    await handlers.conn.execute("DELETE FROM read_results")
+    demoting = await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
+    assert await _texts(handlers, HOT_FACTS) == {NEW} and await _texts(handlers, PENDING) == set()
+
+    # Written since: copied in batches; what an undo brought back waits for the next run.
+    await _write(handlers, [_fact("Fax gateway", "Modem", "retries through", LATER),
+                            _fact("Ledger service", "HSM", "signs with", FIRST)])
+    await handlers.admin_call("consolidation", "consolidate_undo", {"run_id": demoting["runs"][0]["run_id"]})
+    assert await _texts(handlers, PENDING) == {OLD, LONE, LATER, FIRST}
+    assert await _texts(handlers, WRITTEN) == {LATER, FIRST}
+    assert await hot_copy.copy_batch(handlers.conn, scope_id, batch=1) == (1, 1)
+    assert await hot_copy.copy_batch(handlers.conn, scope_id, batch=1) == (1, 1)
+    assert await hot_copy.copy_batch(handlers.conn, scope_id, batch=1) == (0, 0)
+    assert await _texts(handlers, HOT_FACTS) == {NEW, LATER, FIRST}
+    assert await _texts(handlers, PENDING) == {OLD, LONE}
+
+    # A written fact a run placed lower meanwhile leaves `hot_pending` without a copy.
+    [moved] = await _write(handlers, [_fact("Fax gateway", "Toner", "orders", "The fax gateway orders toner.")])
+    await handlers.conn.execute("INSERT INTO fact_tiers (fact_id, tier) VALUES (%s, 'consolidated')", (moved,))
+    assert await hot_copy.copy_batch(handlers.conn, scope_id) == (1, 0)
+    assert await _texts(handlers, HOT_FACTS) == {NEW, LATER, FIRST}
+    assert await _texts(handlers, PENDING) == {OLD, LONE}

@@ -20,6 +20,12 @@ class ConsolidationSettings(BaseModel):
         900.0, gt=0, description="a scope written without pause still runs after this long"
     )
     sweep_minutes: float = Field(60.0, gt=0, description="every scope of every org seen runs at least this often")
+    # A run over 1M facts takes ~11 minutes; meanwhile a hot search reads the facts written since
+    # the last run from `hot_pending`, and past 2,000 of them it filters the facts table instead.
+    hot_copy_seconds: float = Field(
+        5.0, ge=0, description="how often facts written since a scope's last run are copied into the hot tier's "
+        "indexes, between runs; 0: only runs copy them"
+    )
     policy_version: int = Field(2, ge=1, description="recorded with every run and tier move")
     hot_days: float = Field(
         30.0, gt=0, description="a fact written, read or touching an entity read within this many days is hot"

@@ -97,7 +97,8 @@ class ServiceMetrics:
             "several).", ["channel"], registry=r)
         self.consolidation = Counter(
             "echo_consolidation", "What consolidation runs did, by outcome: placed, promoted, demoted, unchanged, "
-            "digests_built, digests_ended, digests_unchanged, failed, skipped.", ["outcome"], registry=r)
+            "digests_built, digests_ended, digests_unchanged, failed, skipped; and hot_copied, facts copied into "
+            "the hot tier's indexes between runs.", ["outcome"], registry=r)
         for verb in verbs or []:  # present from the start: a dashboard reads 0 rather than nothing
             self.in_flight.labels(service, verb)
         if pool_stats is not None:
