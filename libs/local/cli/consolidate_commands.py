@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from echo_memory.libs.core.config import Settings
+from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.core.contracts.consolidation import (
     BriefInput,
     ConsolidateInput,
@@ -199,6 +200,9 @@ def register_keepup(sub: Any) -> None:
     parser.add_argument("--writers", type=int, default=2, help="agents writing back to back (default 2)")
     parser.add_argument("--vector-cache", metavar="DIR", type=Path,
                         help="keep the org history's fact vectors in DIR and reuse them (as benchmark-tiers)")
+    parser.add_argument("--hot-copy-seconds", type=float, default=ConsolidationSettings().hot_copy_seconds,
+                        help="how often the consolidation service copies facts written since the last run into the "
+                        "hot tier's indexes (default %(default)s; 0: only runs copy them)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=benchmark_keepup)
 
@@ -208,11 +212,13 @@ def benchmark_keepup(settings: Settings, args: argparse.Namespace) -> int:
     length out of range."""
     from echo_memory.libs.local.eval import keepup
 
-    if args.facts < 0 or args.seconds <= 0 or args.writers < 1:
-        print("echo-memory benchmark-keepup: --facts wants ≥ 0, --seconds > 0 and --writers ≥ 1", file=sys.stderr)
+    if args.facts < 0 or args.seconds <= 0 or args.writers < 1 or args.hot_copy_seconds < 0:
+        print("echo-memory benchmark-keepup: --facts wants ≥ 0, --seconds > 0, --writers ≥ 1 and "
+              "--hot-copy-seconds ≥ 0", file=sys.stderr)
         return 2
     report = eventloop.run(keepup.run(args.facts, args.seconds, args.writers, vector_cache=args.vector_cache,
-                                      show=not args.json), use_uvloop=settings.uvloop)
+                                      hot_copy_seconds=args.hot_copy_seconds, show=not args.json),
+                           use_uvloop=settings.uvloop)
     print(json.dumps(report, indent=2) if args.json else f"summary: {report['summary']}")
     return 0
 

@@ -9,11 +9,12 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
 - how late a 10 ms timer on the services' event loop fired (p99, max): a run that held the loop
   would hold every write and query the process serves;
 - samples of Postgres backends waiting on a lock (every 50 ms), with what the waiting and the
-  blocking statements were, and in how many a run's statement was the blocker;
+  blocking statements were, and in how many consolidation's (a run's or the copy's) was the blocker;
 - a search (`query_memory`, the default hot search) every second, and before each how many facts
-  waited in `hot_pending` (written since the last run; the most, and at the phase's end): its
-  latency apart for when at most PENDING_EXACT waited (it reads them exactly) and when more did (it
-  filters the facts table instead);
+  waited in `hot_pending` (written since the last run and not yet copied; the most, and at the
+  phase's end): its latency apart for when at most PENDING_EXACT waited (it reads them exactly) and
+  when more did (it filters the facts table instead); and the facts the consolidation service
+  copied into the hot tier's indexes between runs (every `hot_copy_seconds`; 0 leaves it to runs);
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
 - CPU seconds of this process (the services and the writers) and of the consolidation service's
@@ -28,12 +29,14 @@ import asyncio
 import contextlib
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.local.eval import synthetic, tier_bench
 from echo_memory.libs.local.eval.concurrency import run_process_cpu_seconds
 from echo_memory.libs.local.eval.metrics import latency_stats, percentile
@@ -62,12 +65,14 @@ JOIN pg_stat_activity b ON b.pid = blocker.pid
 WHERE w.datname = current_database() AND w.wait_event_type = 'Lock'
 GROUP BY w.pid, w.query
 """
-# What only a run's statements name: the tables it writes (consolidation/queries.py). A blocker's
-# text is the statement it runs or last ran in its transaction.
+# What only consolidation's statements name, a run's or the copy's between runs: the tables they
+# write (consolidation/queries.py). A blocker's text is the statement it runs or last ran in its
+# transaction.
 RUN_MARKERS = ("fact_tiers", "digests", "consolidation_runs", "tier_moves", "hot_facts", "hot_pending")
 
 PENDING = "SELECT count(*) FROM hot_pending p JOIN scopes s ON s.id = p.scope_id WHERE s.name = %(scope)s"
 NAMES = "SELECT e.name FROM entities e JOIN scopes s ON s.id = e.scope_id WHERE s.name = %(scope)s"
+COPIED = "hot_copied"  # the consolidation service's `echo_consolidation` outcome for facts copied between runs
 
 
 @dataclass
@@ -87,12 +92,19 @@ class PhaseLog:
 
 
 async def run(facts: int, seconds: float, writers: int, *, vector_cache: Path | None = None,
+              hot_copy_seconds: float = ConsolidationSettings().hot_copy_seconds,
               show: bool = False) -> dict[str, Any]:
     """The report: the store, then one entry per phase (PHASES) and a side-by-side summary."""
     embedder = MiniLM()
     cache = None if vector_cache is None else VectorCache(vector_cache, f"{embedder.name}@{MODEL_SHA256}")
-    async with throwaway_stack(embedder) as stack:
+    policy = ConsolidationSettings(auto=False, hot_copy_seconds=hot_copy_seconds)
+    async with throwaway_stack(embedder, consolidation=policy) as stack:
         call = stack_call(stack, timeout=RUN_TIMEOUT_S)
+        registry = stack.running["consolidation"].ctx.metrics.registry
+
+        def copied() -> int:
+            return int(registry.get_sample_value("echo_consolidation_total", {"outcome": COPIED}) or 0)
+
         scope = await new_scope(call, "keepup")
         org = await tier_bench.load_org(stack.database_url, scope, facts, embedder, show, cache)
         first = await call("consolidation", "consolidate", {"scope": scope})
@@ -102,16 +114,18 @@ async def run(facts: int, seconds: float, writers: int, *, vector_cache: Path | 
             source.known.update(r[0] for r in await (await conn.execute(NAMES, {"scope": scope})).fetchall())
             phases = []
             for name in PHASES:
-                phases.append(await _phase(call, conn, scope, source, name, seconds, writers))
+                phases.append(await _phase(call, conn, scope, source, name, seconds, writers, copied))
                 if show:
                     print(render_phase(phases[-1]), flush=True)
-    return {"facts": facts, "seconds": seconds, "writers": writers, "load": org["load"],
+    return {"facts": facts, "seconds": seconds, "writers": writers, "hot_copy_seconds": hot_copy_seconds,
+            "load": org["load"],
             "first_run": first["runs"][0]["counts"], "phases": phases, "summary": _summary(phases)}
 
 
-async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
-                 source: synthetic.FactSource, name: str, seconds: float, writers: int) -> dict[str, Any]:
+async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str, source: synthetic.FactSource, name: str,
+                 seconds: float, writers: int, copied: Callable[[], int]) -> dict[str, Any]:
     questions = synthetic.questions(50)
+    copied_before = copied()
     log = PhaseLog()
     loop = asyncio.get_running_loop()
     stop = loop.time() + seconds
@@ -177,7 +191,9 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         done.set()
         await asyncio.gather(*watchers)
     wall = time.perf_counter() - started
+    # Counted after the waiting facts: each fact written in the phase is in one count or the other.
     log.pending.append(await _pending(conn, scope))
+    hot_copied = copied() - copied_before
     return {
         "phase": name, "wall_s": round(wall, 1), "writes": len(log.write_ms), "facts": log.facts,
         "facts_per_s": round(log.facts / wall, 1), "write_ms": {**latency_stats(log.write_ms),
@@ -186,7 +202,7 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str,
         "lock_wait_samples": log.wait_samples, "lock_samples": log.samples,
         "samples_blocked_by_a_run": log.blocked_by_a_run,
         "lock_waits": _commonest(log.waits), "run_lock_waits": _commonest(log.run_waits),
-        "pending": {"max": max(log.pending), "end": log.pending[-1]},
+        "pending": {"max": max(log.pending), "end": log.pending[-1]}, "hot_copied": hot_copied,
         "search_ms": {form: latency_stats(ms) for form, ms in log.search_ms.items()},
         "runs": _runs(log.runs, log.placed), "process_cpu_s": round(time.process_time() - cpu, 1),
         "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 1),
@@ -236,7 +252,7 @@ def render_phase(phase: dict[str, Any]) -> str:
             f"lock waits in {phase['lock_wait_samples']} of {phase['lock_samples']} samples "
             f"({phase['samples_blocked_by_a_run']} blocked by a run); CPU {phase['process_cpu_s']} s of this process, "
             f"{phase['run_process_cpu_s']} s of the run process; facts pending at most {phase['pending']['max']}, "
-            f"{phase['pending']['end']} at the end; search p50 / p95 ms "
+            f"{phase['pending']['end']} at the end, {phase['hot_copied']} copied between runs; search p50 / p95 ms "
             + ", ".join(f"{form.replace('_', ' ')} {v['p50']} / {v['p95']} (n {v['n']})"
                         for form, v in phase["search_ms"].items()))
     if r["n"]:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from echo_memory.libs.core.config.consolidation import ConsolidationSettings
 from echo_memory.libs.core.config.edge import EdgeSettings
 from echo_memory.libs.core.config.retrieval import RetrievalSettings
 from echo_memory.libs.core.contracts.verbs import QUERY_MEMORY, WRITE_EPISODE, Verb
@@ -41,11 +42,13 @@ def channel_settings(channels: str | None) -> RetrievalSettings:
 
 @asynccontextmanager
 async def throwaway_stack(
-    embedder: MiniLM | None = None, retrieval: RetrievalSettings | None = None
+    embedder: MiniLM | None = None, retrieval: RetrievalSettings | None = None,
+    consolidation: ConsolidationSettings | None = None,
 ) -> AsyncIterator[EchoStack]:
     """A running system on fresh servers; yields the EchoStack, stops and deletes everything on exit.
 
-    `retrieval` configures its retrieval service (default: the defaults). The edge's per-token
+    `retrieval` configures its retrieval service (default: the defaults), `consolidation` its
+    consolidation service (default: EchoStack's, which runs only when asked). The edge's per-token
     rate limit is switched off for the stack: a benchmark makes thousands of calls with one token
     on purpose.
     """
@@ -58,7 +61,7 @@ async def throwaway_stack(
         await asyncio.to_thread(nats.start)
         async with EchoStack(
             database_url=pg.url(), nats_url=nats.url, org=ORG, embedder=embedder or MiniLM(),
-            edge=EdgeSettings(rate_per_minute=0), retrieval=retrieval,
+            edge=EdgeSettings(rate_per_minute=0), retrieval=retrieval, consolidation=consolidation,
         ) as stack:
             yield stack
     finally:
