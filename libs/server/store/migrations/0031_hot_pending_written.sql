@@ -8,6 +8,10 @@
 -- insert at a time would be an hour of Postgres wasted. Rows already waiting count as not written.
 ALTER TABLE hot_pending ADD COLUMN IF NOT EXISTS written boolean NOT NULL DEFAULT false;
 CREATE INDEX IF NOT EXISTS hot_pending_written_idx ON hot_pending (scope_id) WHERE written;
+-- The copy empties the table's pages as fast as writes fill them, and autovacuum would then
+-- truncate its empty tail under an exclusive lock, which a write's trigger insert waits for (seen
+-- at 1M facts: 2 of 10,628 lock samples beside runs). Freed pages are reused instead.
+ALTER TABLE hot_pending SET (vacuum_truncate = false);
 
 CREATE OR REPLACE FUNCTION echo_hot_pending_added() RETURNS trigger
 LANGUAGE plpgsql AS $$
