@@ -53,35 +53,31 @@ class HotCopy:
             for org in sorted(self.orgs):
                 await self.copy_org(org)
 
-    async def copy_org(self, org: str) -> int:
-        """Copy what waits in every scope of `org`; the facts copied. Failures are logged, counted
-        and recorded (failures.py), never raised: the next tick tries again."""
+    async def copy_org(self, org: str) -> None:
+        """Copy what waits in every scope of `org`. Failures are logged, counted and recorded
+        (failures.py), never raised: the next tick tries again."""
         try:
             async with self.ctx.databases.transaction(org) as conn:
                 scopes = [row[0] for row in await (await conn.execute(q.SCOPES_WRITTEN_WAITING)).fetchall()]
         except Exception as exc:  # noqa: BLE001 - the next tick tries again; logged typed
             await record_failure(self.ctx, org, None, "hot copy", exc)
-            return 0
-        copied = 0
+            return
         for scope_id in scopes:
             try:
-                copied += await self.copy_scope(org, scope_id)
+                await self.copy_scope(org, scope_id)
             except Exception as exc:  # noqa: BLE001 - one scope's failure must not stop the others
                 await record_failure(self.ctx, org, scope_id, "hot copy", exc)
-        return copied
 
-    async def copy_scope(self, org: str, scope_id: str) -> int:
-        """Copy the scope's written facts batch by batch until none wait or its lock is taken; the
-        facts copied (a fact placed out of the hot tier since leaves `hot_pending` uncopied)."""
-        copied = 0
+    async def copy_scope(self, org: str, scope_id: str) -> None:
+        """Copy the scope's written facts batch by batch until none wait or its lock is taken (a
+        fact placed out of the hot tier since leaves `hot_pending` uncopied)."""
         while True:
             async with self.ctx.databases.transaction(org) as conn:
                 taken, added = await copy_batch(conn, scope_id)
-            copied += added
             self.copied += added
             self.ctx.metrics.consolidation.labels(COPIED).inc(added)
             if taken < BATCH:
-                return copied
+                return
 
 
 async def copy_batch(conn: psycopg.AsyncConnection, scope_id: str, batch: int = BATCH) -> tuple[int, int]:
