@@ -15,13 +15,22 @@ BIN = Path(sys.executable).parent / "echo-memory"
 
 
 def test_benchmark_keepup_reports_writes_alone_and_beside_runs() -> None:
-    run = subprocess.run([str(BIN), "benchmark-keepup", "--facts", "150", "--seconds", "2", "--writers", "1",
-                          "--hot-copy-seconds", "0.25", "--json"], capture_output=True, text=True, timeout=600)
+    run = subprocess.run([str(BIN), "benchmark-keepup", "--facts", "150", "--seconds", "2", "--quiet-seconds", "2",
+                          "--writers", "1", "--hot-copy-seconds", "0.25", "--json"],
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout)
     assert report["facts"] == 150 and report["first_run"]["placed"] > 0 and report["hot_copy_seconds"] == 0.25
-    assert [p["phase"] for p in report["phases"]] == ["alone", "runs", "alone", "runs"]
-    for phase in report["phases"]:
+    assert [p["phase"] for p in report["phases"]] == ["quiet", "alone", "runs", "alone", "runs"]
+    for phase in report["phases"]:  # each search's steps were timed in the retrieval service
+        searched = phase["search_ms"]["read_exactly"]["n"] + phase["search_ms"]["filtered"]["n"]
+        assert searched > 0 and phase["search_steps_ms"]["request"]["n"] == searched
+        assert 0 < phase["search_steps_ms"]["embed_query"]["p50"] <= phase["search_steps_ms"]["request"]["p95"]
+    quiet, *phases = report["phases"]
+    # The first run placed the whole store: with nobody writing, nothing waits and nothing is copied.
+    assert quiet["writes"] == 0 and quiet["runs"]["n"] == 0 and quiet["pending"] == {"max": 0, "end": 0}
+    assert quiet["hot_copied"] == 0 and quiet["search_ms"]["filtered"]["n"] == 0
+    for phase in phases:
         assert phase["writes"] > 0 and phase["facts"] >= phase["writes"]  # every write stored its facts
         assert 0 < phase["write_ms"]["p50"] <= phase["write_ms"]["p95"] <= phase["write_ms"]["max"]
         assert phase["lock_samples"] > 0 and phase["loop_late_ms"]["max"] >= phase["loop_late_ms"]["p99"] >= 0
@@ -38,9 +47,10 @@ def test_benchmark_keepup_reports_writes_alone_and_beside_runs() -> None:
         if phase["pending"]["max"] <= keepup.PENDING_EXACT:  # counted before each search
             assert searches["filtered"]["n"] == 0 and searches["read_exactly"]["p50"] > 0
     assert len(report["summary"]["facts_per_s_ratio"]) == 2
-    # The first run placed the whole store, so what waits after the first phase, and what was copied
-    # in it, are of what it wrote (one fact may be copied between the two counts and be in both).
-    first = report["phases"][0]
+    assert [ratio["p50"] > 0 for ratio in report["summary"]["search_vs_quiet"]] == [True] * 4
+    # So what waits after the first phase of writes, and what was copied in it, are of what it wrote
+    # (one fact may be copied between the two counts and be in both).
+    first = phases[0]
     assert first["pending"]["end"] <= first["facts"] and first["hot_copied"] <= first["facts"]
 
 
@@ -49,6 +59,7 @@ def test_the_split_of_searches_is_the_retrievals() -> None:
 
 
 def test_benchmark_keepup_refuses_a_bad_count() -> None:
-    for args in (["--writers", "0"], ["--seconds", "0"], ["--facts", "-1"], ["--hot-copy-seconds", "-1"]):
+    for args in (["--writers", "0"], ["--seconds", "0"], ["--quiet-seconds", "0"], ["--facts", "-1"],
+                 ["--hot-copy-seconds", "-1"]):
         run = subprocess.run([str(BIN), "benchmark-keepup", *args], capture_output=True, text=True, timeout=60)
         assert run.returncode == 2 and "benchmark-keepup" in run.stderr, args

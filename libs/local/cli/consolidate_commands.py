@@ -197,6 +197,8 @@ def register_keepup(sub: Any) -> None:
                             "system")
     parser.add_argument("--facts", type=int, default=10_000, help="facts of an org history loaded first (default 10000)")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each of the four phases (default 30)")
+    parser.add_argument("--quiet-seconds", type=float, default=30.0,
+                        help="length of the phase before them, of searches with no writes or runs (default 30)")
     parser.add_argument("--writers", type=int, default=2, help="agents writing back to back (default 2)")
     parser.add_argument("--vector-cache", metavar="DIR", type=Path,
                         help="keep the org history's fact vectors in DIR and reuse them (as benchmark-tiers)")
@@ -208,16 +210,18 @@ def register_keepup(sub: Any) -> None:
 
 
 def benchmark_keepup(settings: Settings, args: argparse.Namespace) -> int:
-    """Prints each phase (alone, beside runs, alone, beside runs) and a summary; exit 2 for a count or
-    length out of range."""
+    """Prints each phase (quiet, alone, beside runs, alone, beside runs) and a summary; exit 2 for a
+    count or length out of range."""
     from echo_memory.libs.local.eval import keepup
 
-    if args.facts < 0 or args.seconds <= 0 or args.writers < 1 or args.hot_copy_seconds < 0:
-        print("echo-memory benchmark-keepup: --facts wants ≥ 0, --seconds > 0, --writers ≥ 1 and "
-              "--hot-copy-seconds ≥ 0", file=sys.stderr)
+    if (args.facts < 0 or args.seconds <= 0 or args.quiet_seconds <= 0 or args.writers < 1
+            or args.hot_copy_seconds < 0):
+        print("echo-memory benchmark-keepup: --facts wants ≥ 0, --seconds and --quiet-seconds > 0, --writers ≥ 1 "
+              "and --hot-copy-seconds ≥ 0", file=sys.stderr)
         return 2
     report = eventloop.run(keepup.run(args.facts, args.seconds, args.writers, vector_cache=args.vector_cache,
-                                      hot_copy_seconds=args.hot_copy_seconds, show=not args.json),
+                                      hot_copy_seconds=args.hot_copy_seconds, quiet_seconds=args.quiet_seconds,
+                                      show=not args.json),
                            use_uvloop=settings.uvloop)
     print(json.dumps(report, indent=2) if args.json else f"summary: {report['summary']}")
     return 0

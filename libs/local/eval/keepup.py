@@ -1,7 +1,8 @@
 """`echo-memory benchmark-keepup`: writes at the pace the machine sustains, alone and beside
 consolidation runs, in one throw-away system.
 
-A store of `facts` facts (an organisation's history, loaded by COPY and consolidated once) takes
+A store of `facts` facts (an organisation's history, loaded by COPY and consolidated once) is first
+searched with nothing else running for `quiet_seconds` (the baseline of the searches), then takes
 `writers` agents writing sessions back to back over the bus for `seconds`, in four phases: alone,
 beside back-to-back consolidation runs of the same scope, alone, beside runs. All services run in
 this process, on one event loop, as `echo-memory up` runs them on a laptop. Each phase reports:
@@ -13,7 +14,8 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
 - a search (`query_memory`, the default hot search) every second, and before each how many facts
   waited in `hot_pending` (written since the last run and not yet copied; the most, and at the
   phase's end): its latency apart for when at most PENDING_EXACT waited (it reads them exactly) and
-  when more did (it filters the facts table instead); and the facts the consolidation service
+  when more did (it filters the facts table instead); the search's steps in the retrieval service
+  (telemetry/steps.py; wall ms p50/p95, which overlap where steps run at once); and the facts the consolidation service
   copied into the hot tier's indexes between runs (every `hot_copy_seconds`; 0 leaves it to runs);
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
@@ -45,7 +47,9 @@ from echo_memory.libs.local.eval.system import stack_call, throwaway_stack
 from echo_memory.libs.local.eval.vector_cache import VectorCache
 from echo_memory.libs.server.embed import MiniLM
 from echo_memory.libs.server.embed.minilm import MODEL_SHA256
+from echo_memory.libs.server.telemetry import steps
 
+QUIET = "quiet"
 PHASES = ("alone", "runs", "alone", "runs")
 SESSION_FACTS = 6  # facts per write: a session's worth, as an agent writes them
 TICK_S = 0.01
@@ -92,9 +96,10 @@ class PhaseLog:
 
 
 async def run(facts: int, seconds: float, writers: int, *, vector_cache: Path | None = None,
-              hot_copy_seconds: float = ConsolidationSettings().hot_copy_seconds,
+              hot_copy_seconds: float = ConsolidationSettings().hot_copy_seconds, quiet_seconds: float = 30.0,
               show: bool = False) -> dict[str, Any]:
-    """The report: the store, then one entry per phase (PHASES) and a side-by-side summary."""
+    """The report: the store, then one entry for the quiet phase and one per phase of PHASES, and a
+    side-by-side summary."""
     embedder = MiniLM()
     cache = None if vector_cache is None else VectorCache(vector_cache, f"{embedder.name}@{MODEL_SHA256}")
     policy = ConsolidationSettings(auto=False, hot_copy_seconds=hot_copy_seconds)
@@ -112,13 +117,19 @@ async def run(facts: int, seconds: float, writers: int, *, vector_cache: Path | 
             source = synthetic.FactSource(seed=11)
             # The history's names resolve by exact match; only names it lacks are declared new.
             source.known.update(r[0] for r in await (await conn.execute(NAMES, {"scope": scope})).fetchall())
+            timings = steps.collect()
             phases = []
-            for name in PHASES:
-                phases.append(await _phase(call, conn, scope, source, name, seconds, writers, copied))
-                if show:
-                    print(render_phase(phases[-1]), flush=True)
-    return {"facts": facts, "seconds": seconds, "writers": writers, "hot_copy_seconds": hot_copy_seconds,
-            "load": org["load"],
+            try:
+                for name, length in [(QUIET, quiet_seconds)] + [(name, seconds) for name in PHASES]:
+                    begun = len(timings)
+                    phases.append(await _phase(call, conn, scope, source, name, length, writers, copied))
+                    phases[-1]["search_steps_ms"] = _search_steps(timings[begun:])
+                    if show:
+                        print(render_phase(phases[-1]), flush=True)
+            finally:
+                steps.stop()
+    return {"facts": facts, "seconds": seconds, "quiet_seconds": quiet_seconds, "writers": writers,
+            "hot_copy_seconds": hot_copy_seconds, "load": org["load"],
             "first_run": first["runs"][0]["counts"], "phases": phases, "summary": _summary(phases)}
 
 
@@ -184,9 +195,11 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str, source: s
                 await asyncio.wait_for(done.wait(), SEARCH_EVERY_S)
 
     watchers = [asyncio.create_task(task()) for task in (ticker, locks, searcher)]
-    work = [writer(n) for n in range(writers)] + ([runs()] if name == "runs" else [])
     try:
-        await asyncio.gather(*work)
+        if name == QUIET:  # searches only, until the phase's time is up
+            await asyncio.sleep(seconds)
+        else:
+            await asyncio.gather(*[writer(n) for n in range(writers)], *([runs()] if name == "runs" else []))
     finally:
         done.set()
         await asyncio.gather(*watchers)
@@ -207,6 +220,14 @@ async def _phase(call: Any, conn: psycopg.AsyncConnection, scope: str, source: s
         "runs": _runs(log.runs, log.placed), "process_cpu_s": round(time.process_time() - cpu, 1),
         "run_process_cpu_s": round(run_process_cpu_seconds() - run_cpu, 1),
     }
+
+
+def _search_steps(timings: list[tuple[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Each step of the phase's searches (`query_memory` requests in the retrieval service): p50 and
+    p95 wall ms over the searches that took it, and in how many it ran."""
+    searches = [t for verb, t in timings if verb == "query_memory"]
+    names = sorted({name for t in searches for name in t})
+    return {name: latency_stats([t[name] for t in searches if name in t]) for name in names}
 
 
 def _commonest(counts: dict[str, int], n: int = 5) -> dict[str, int]:
@@ -230,7 +251,10 @@ def _runs(spans: list[tuple[float, float]], placed: list[int]) -> dict[str, Any]
 
 
 def _summary(phases: list[dict[str, Any]]) -> dict[str, Any]:
-    """Beside runs against alone, each pair of phases in turn: facts per second and write p95 as ratios."""
+    """Beside runs against alone, each pair of phases in turn: facts per second and write p95 as ratios;
+    and each phase's search p50 and p95 against the quiet phase's."""
+    quiet = next(p for p in phases if p["phase"] == QUIET)
+    phases = [p for p in phases if p["phase"] != QUIET]
     pairs = [(phases[i], phases[i + 1]) for i in range(0, len(phases) - 1, 2)]
     return {
         "facts_per_s_ratio": [round(b["facts_per_s"] / a["facts_per_s"], 2) if a["facts_per_s"] else None
@@ -242,7 +266,14 @@ def _summary(phases: list[dict[str, Any]]) -> dict[str, Any]:
         "lock_wait_samples": {kind: sum(p["lock_wait_samples"] for p in phases if p["phase"] == kind)
                               for kind in ("alone", "runs")},
         "samples_blocked_by_a_run": sum(p["samples_blocked_by_a_run"] for p in phases),
+        "search_vs_quiet": [_search_ratio(p, quiet) for p in phases],
     }
+
+
+def _search_ratio(phase: dict[str, Any], quiet: dict[str, Any]) -> dict[str, float | None]:
+    """The phase's search p50 and p95 over the quiet phase's (exactly read searches, the quiet form)."""
+    now, base = phase["search_ms"]["read_exactly"], quiet["search_ms"]["read_exactly"]
+    return {q: round(now[q] / base[q], 2) if now["n"] and base["n"] and base[q] else None for q in ("p50", "p95")}
 
 
 def render_phase(phase: dict[str, Any]) -> str:
@@ -255,6 +286,9 @@ def render_phase(phase: dict[str, Any]) -> str:
             f"{phase['pending']['end']} at the end, {phase['hot_copied']} copied between runs; search p50 / p95 ms "
             + ", ".join(f"{form.replace('_', ' ')} {v['p50']} / {v['p95']} (n {v['n']})"
                         for form, v in phase["search_ms"].items()))
+    top = sorted(phase.get("search_steps_ms", {}).items(), key=lambda kv: -kv[1]["p50"])[:8]
+    if top:
+        line += "; search steps p50 / p95 ms " + ", ".join(f"{n} {v['p50']} / {v['p95']}" for n, v in top)
     if r["n"]:
         line += (f"; {r['n']} runs, wall p50 {r['wall_s_p50']} s max {r['wall_s_max']} s, lag bound {r['lag_bound_s']} s,"
                  f" placed {', '.join(map(str, r['placed']))}")
