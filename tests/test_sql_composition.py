@@ -26,6 +26,8 @@ IMPORT_TIME_TEMPLATES = {
     ("services/retrieval/queries.py", "_hot_with_pending"),
     ("services/retrieval/queries.py", "_ts_rank"),
     ("services/retrieval/queries.py", "_query_terms"),
+    ("services/retrieval/queries.py", "_graph_walk"),
+    ("services/retrieval/queries.py", "_graph_neighbourhood"),
     ("services/consolidation/queries.py", "_move_tiers"),
     ("services/consolidation/queries.py", "_copy_pending"),
 }

@@ -95,3 +95,24 @@ async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(handl
     await conn.execute("UPDATE facts SET token_count = token_count WHERE scope_id = %s AND md5(id::text) < '8'",
                        (scope_id,))
     assert await ch.graph_neighbourhood(conn, search, named) == edges
+
+
+async def test_several_seeds_share_one_first_hop_cap_of_their_lowest_id_edges(handlers: Handlers) -> None:
+    await _build(handlers, "graph-c")
+    conn = handlers.conn
+    scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name = 'graph-c'")).fetchone())[0]  # type: ignore[index]
+    # Two seeds: the hub (edges out) and a spoke (an edge in from the hub, edges out to its leaves).
+    search = Search(caller=Caller(org="x", agent_id="test"), scopes=(Scope(str(scope_id), "graph-c", "graph-c"),),
+                    query=f"what do the {HUB} and spoke 0 call?", as_of=None, at=datetime.now(tz=UTC), tier="all",
+                    top_k=10, include_episodes=True, settings=RetrievalSettings(graph_edge_cap=CAP), model="none")
+    named = await ch.named_entities(conn, search)
+    assert len(named) == 2
+    touching = [r[0] for r in await (await conn.execute(
+        "SELECT id::text FROM facts WHERE scope_id = %s AND (source_entity = ANY(%s::uuid[]) OR target_entity = ANY(%s::uuid[]))"
+        " ORDER BY id", (scope_id, named, named))).fetchall()]
+    assert len(touching) > 2 * CAP  # more edges than the cap
+    edges = await ch.graph_neighbourhood(conn, search, named)
+    ids = {e[0] for e in edges}
+    # The first hop is the CAP lowest-id edges of both seeds together, whichever seed and direction.
+    assert set(touching[:CAP]) <= ids
+    assert len(ids) <= 2 * CAP  # and the second hop at most CAP more
