@@ -48,14 +48,19 @@ async def _build(handlers: Handlers, scope: str) -> None:
             assert stored["stored"] is True, stored.get("error")
 
 
+def _search(scope_id: object, scope: str, query: str) -> Search:
+    """A search of all tiers of `scope`, with the graph capped at CAP edges a hop."""
+    return Search(caller=Caller(org="x", agent_id="test"), scopes=(Scope(str(scope_id), scope, scope),), query=query,
+                  as_of=None, at=datetime.now(tz=UTC), tier="all", top_k=10, include_episodes=True,
+                  settings=RetrievalSettings(graph_edge_cap=CAP), model="none")
+
+
 async def test_hub_neighbourhood_is_capped_ordered_and_the_same_every_time(handlers: Handlers) -> None:
     await _build(handlers, "graph-a")
     await _build(handlers, "graph-b")  # same names in another scope: none of its edges may appear
     conn = handlers.conn
     scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name = 'graph-a'")).fetchone())[0]  # type: ignore[index]
-    search = Search(caller=Caller(org="x", agent_id="test"), scopes=(Scope(str(scope_id), "graph-a", "graph-a"),),
-                    query=f"what does the {HUB} call?", as_of=None, at=datetime.now(tz=UTC), tier="all",
-                    top_k=10, include_episodes=True, settings=RetrievalSettings(graph_edge_cap=CAP), model="none")
+    search = _search(scope_id, "graph-a", f"what does the {HUB} call?")
     named = await ch.named_entities(conn, search)
     assert len(named) == 1
     runs = [await ch.graph_neighbourhood(conn, search, named) for _ in range(3)]
@@ -102,9 +107,7 @@ async def test_several_seeds_share_one_first_hop_cap_of_their_lowest_id_edges(ha
     conn = handlers.conn
     scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name = 'graph-c'")).fetchone())[0]  # type: ignore[index]
     # Two seeds: the hub (edges out) and a spoke (an edge in from the hub, edges out to its leaves).
-    search = Search(caller=Caller(org="x", agent_id="test"), scopes=(Scope(str(scope_id), "graph-c", "graph-c"),),
-                    query=f"what do the {HUB} and spoke 0 call?", as_of=None, at=datetime.now(tz=UTC), tier="all",
-                    top_k=10, include_episodes=True, settings=RetrievalSettings(graph_edge_cap=CAP), model="none")
+    search = _search(scope_id, "graph-c", f"what do the {HUB} and spoke 0 call?")
     named = await ch.named_entities(conn, search)
     assert len(named) == 2
     touching = [r[0] for r in await (await conn.execute(
