@@ -15,8 +15,9 @@ this process, on one event loop, as `echo-memory up` runs them on a laptop. Each
   waited in `hot_pending` (written since the last run and not yet copied; the most, and at the
   phase's end): its latency apart for when at most PENDING_EXACT waited (it reads them exactly) and
   when more did (it filters the facts table instead); the search's steps in the retrieval service
-  (telemetry/steps.py; wall ms p50/p95, which overlap where steps run at once); and the facts the consolidation service
-  copied into the hot tier's indexes between runs (every `hot_copy_seconds`; 0 leaves it to runs);
+  (telemetry/steps.py; wall ms p50/p95, which overlap where steps run at once); and the facts the
+  consolidation service copied into the hot tier's indexes between runs (every `hot_copy_seconds`;
+  0 leaves it to runs);
 - the runs that finished, their wall time, and the lag bound: the longest time from one run's start
   to the next run's end, within which any fact written during the phase was in a finished run;
 - CPU seconds of this process (the services and the writers) and of the consolidation service's
