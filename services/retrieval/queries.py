@@ -332,26 +332,36 @@ WHERE c.scope_id = ANY(%(scope_ids)s) AND c.canonical_id IN (SELECT id FROM answ
 # Postgres read each entity's edges in full and sorted them, and in the hot form checked each
 # against a hash of every fact_tiers row: at 1M facts, with queries naming entities of a few
 # thousand edges, that was 0.45 s of a 0.5 s search (p50); the statement alone went 393 -> 16 ms.
+# A hot search walks `hot_edges` (migration 0032), the entity pairs of the hot facts alone: on
+# the facts table a hot walk passed over every consolidated edge of its entity (thousands for a
+# busy one at 1M) to find the hot ones, 26 ms p50 and 106 ms p95 of a search.
 GRAPH_EDGES_PER_ENTITY = 3
+GraphWalk = Callable[[str, str, str], str]
 
 
-def _graph_walk(column: str, entity: str, cap: str, visible: str) -> str:
-    """The first `cap` facts by id, in scope `sc.id`, whose `column` is `entity` and that `visible` keeps."""
+def _facts_walk(column: str, entity: str, cap: str) -> str:
+    """The first `cap` facts by id in scope `sc.id` whose `column` is `entity`, valid at `at`."""
     return f"""(SELECT f.id, f.source_entity, f.target_entity FROM facts f
-         WHERE f.scope_id = sc.id AND f.{column} = {entity} AND {visible} ORDER BY f.id LIMIT {cap})"""
+         WHERE f.scope_id = sc.id AND f.{column} = {entity} AND {_VALID_AT} ORDER BY f.id LIMIT {cap})"""
 
 
-def _graph_neighbourhood(visible: str) -> str:
-    """GRAPH_NEIGHBOURHOOD with `visible` (a condition on `f`) choosing its facts."""
+def _hot_walk(column: str, entity: str, cap: str) -> str:
+    """_facts_walk over the hot facts only: `hot_edges` holds exactly the facts with no fact_tiers row."""
+    return f"""(SELECT f.id, f.source_entity, f.target_entity FROM hot_edges e JOIN facts f ON f.id = e.fact_id
+         WHERE e.scope_id = sc.id AND e.{column} = {entity} AND {_VALID_AT} ORDER BY e.fact_id LIMIT {cap})"""
+
+
+def _graph_neighbourhood(walk: GraphWalk) -> str:
+    """GRAPH_NEIGHBOURHOOD with `walk` reading each (scope, entity, direction)'s edges."""
     return f"""
 WITH sc AS (SELECT unnest(%(scope_ids)s::uuid[]) AS id),
 seed AS (SELECT unnest(%(seeds)s::uuid[]) AS e),
 hop1 AS MATERIALIZED (
     SELECT DISTINCT w.id, w.source_entity, w.target_entity FROM sc CROSS JOIN seed
     CROSS JOIN LATERAL (
-        {_graph_walk("source_entity", "seed.e", "%(edge_cap)s", visible)}
+        {walk("source_entity", "seed.e", "%(edge_cap)s")}
         UNION ALL
-        {_graph_walk("target_entity", "seed.e", "%(edge_cap)s", visible)}
+        {walk("target_entity", "seed.e", "%(edge_cap)s")}
     ) AS w
     ORDER BY w.id
     LIMIT %(edge_cap)s
@@ -363,9 +373,9 @@ hop2 AS (
     SELECT DISTINCT n.id, n.source_entity, n.target_entity
     FROM sc CROSS JOIN frontier
     CROSS JOIN LATERAL (
-        {_graph_walk("source_entity", "frontier.e", str(GRAPH_EDGES_PER_ENTITY), visible)}
+        {walk("source_entity", "frontier.e", str(GRAPH_EDGES_PER_ENTITY))}
         UNION ALL
-        {_graph_walk("target_entity", "frontier.e", str(GRAPH_EDGES_PER_ENTITY), visible)}
+        {walk("target_entity", "frontier.e", str(GRAPH_EDGES_PER_ENTITY))}
     ) AS n
 )
 SELECT e.id::text, coalesce(cs.canonical_id, e.source_entity)::text, coalesce(ct.canonical_id, e.target_entity)::text
@@ -379,7 +389,8 @@ ORDER BY 1
 """
 
 
-GRAPH_NEIGHBOURHOOD = _graph_neighbourhood(_VALID_AT)
+GRAPH_NEIGHBOURHOOD = _graph_neighbourhood(_facts_walk)
+HOT_GRAPH_NEIGHBOURHOOD = _graph_neighbourhood(_hot_walk)
 
 # Cosines of candidates a channel found without reading vectors (the graph channel's edges): a
 # result's score is its cosine whatever channel found it.
@@ -392,8 +403,9 @@ WHERE {_VISIBLE} AND f.id = ANY(%(ids)s::uuid[])
 # the query (DIGEST_MEMBERS). A hot fact is one without a fact_tiers row (migration 0022). The
 # ranking statements read the hot tier's own indexes (migration 0025): `hot_facts`, the hot facts
 # the last run placed, and `hot_pending`, the facts written since (few, read exactly), so the rows
-# they touch do not grow with the consolidated and archived tiers. The rest filter the facts
-# table's rows: an exact scan of a small corpus, the ts_rank fallback, the graph's edge walk.
+# they touch do not grow with the consolidated and archived tiers; the graph's walks read
+# `hot_edges` (migration 0032). The rest filter the facts table's rows: an exact scan of a small
+# corpus and the ts_rank fallback.
 _NOT_TIERED = "NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)"
 _VISIBLE_HOT = _VISIBLE + f"AND {_NOT_TIERED}\n"
 # A copy in `hot_facts` holds its fact's scope and its validity when the run copied it (migration
@@ -460,12 +472,13 @@ def _hot_with_pending(rel: str, guard: str = "") -> str:
 # Each facts statement's hot-tier forms: filtering the facts table's rows by "no fact_tiers row"
 # (HOT_FILTERED), reading the hot tier's indexes and the facts waiting in `hot_pending` (HOT_ONLY),
 # and reading the indexes alone when none wait (HOT_INDEXED_ONLY: an empty `hot_pending` still
-# cost ~1.4 ms of planning a query). `hot_statement` picks one.
+# cost ~1.4 ms of planning a query). `hot_statement` picks one. The graph's has one form: `hot_edges`
+# is kept exact in the writing transaction, so nothing waits for it.
 HOT_FILTERED: dict[str, str] = {
     **{sql: sql.replace(_VISIBLE, _VISIBLE_HOT)
        for sql in (DENSE_FACTS_EXACT, DENSE_FACTS_HNSW, LEXICAL_FACTS_BM25, LEXICAL_FACTS_BM25_PAIRS,
                    LEXICAL_FACTS_TS_RANK)},
-    GRAPH_NEIGHBOURHOOD: _graph_neighbourhood(f"{_VALID_AT} AND {_NOT_TIERED}"),
+    GRAPH_NEIGHBOURHOOD: HOT_GRAPH_NEIGHBOURHOOD,
 }
 _FILTERED = {sql: HOT_FILTERED[sql] for sql in (DENSE_FACTS_EXACT, LEXICAL_FACTS_TS_RANK, GRAPH_NEIGHBOURHOOD)}
 HOT_ONLY: dict[str, str] = {

@@ -58,7 +58,8 @@ MIN_NEEDLE = 3
 TOUCHED_TABLES = ("facts", "entities", "entity_aliases", "episodes", "episode_distillations", "audit_log",
                   "reads", "read_results", "recall_saves", "documents", "document_ingestions", "outbox",
                   "idempotency", "import_staging", "deferred_mentions", "lexical_df", "lexical_stats", "digests",
-                  "digest_abstracts", "tier_moves", "fact_tiers", "hot_facts", "hot_pending", "fact_token_totals")
+                  "digest_abstracts", "tier_moves", "fact_tiers", "hot_facts", "hot_pending", "hot_edges",
+                  "fact_token_totals")
 
 
 @dataclass

@@ -22,6 +22,12 @@ LATER = "The fax gateway retries a failed transmission after five minutes."
 HOT_FACTS = "SELECT f.text FROM hot_facts h JOIN facts f ON f.id = h.fact_id"
 PENDING = "SELECT f.text FROM hot_pending p JOIN facts f ON f.id = p.fact_id"
 HOT = "SELECT f.text FROM facts f WHERE NOT EXISTS (SELECT 1 FROM fact_tiers ft WHERE ft.fact_id = f.id)"
+# The graph's hot edges are never waiting: exactly the hot facts, after every write, run and undo.
+HOT_EDGES = """
+SELECT f.text FROM hot_edges e JOIN facts f
+  ON f.id = e.fact_id AND f.scope_id = e.scope_id AND f.source_entity = e.source_entity
+ AND f.target_entity = e.target_entity
+"""
 
 
 async def _texts(handlers: Handlers, sql: str) -> set[str]:
@@ -49,10 +55,11 @@ async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_
                                   _fact("Fax gateway", "PDF", "converts to", LONE)])
     # A write adds no vector index work: its facts wait for a run.
     assert await _texts(handlers, PENDING) == {OLD, NEW, LONE} and await _texts(handlers, HOT_FACTS) == set()
+    assert await _texts(handlers, HOT_EDGES) == {OLD, NEW, LONE}
     await handlers.conn.execute("UPDATE facts SET written_at = now() - interval '200 days' WHERE text IN (%s, %s)",
                                 (OLD, LONE))
     await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
-    assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == {NEW}
+    assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == await _texts(handlers, HOT_EDGES) == {NEW}
     assert await _texts(handlers, PENDING) == set()
     # The planner knows the new digests at commit, not only after autovacuum's analyze.
     assert await (await handlers.conn.execute(
@@ -83,8 +90,9 @@ async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_
     await handlers.conn.execute("DELETE FROM read_results")
     demoting = await handlers.admin_call("consolidation", "consolidate", {"scope": "shared"})
     assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT) == {NEW, LATER}
+    assert await _texts(handlers, HOT_EDGES) == {NEW, LATER}
     await handlers.admin_call("consolidation", "consolidate_undo", {"run_id": demoting["runs"][0]["run_id"]})
-    assert await _texts(handlers, HOT) == {OLD, NEW, LONE, LATER}
+    assert await _texts(handlers, HOT) == await _texts(handlers, HOT_EDGES) == {OLD, NEW, LONE, LATER}
     assert await _texts(handlers, HOT_FACTS) == {NEW, LATER} and await _texts(handlers, PENDING) == {OLD, LONE}
     found = await _search(hnsw, "when does the ledger settle card payouts")
     assert "dense" in found[OLD]
@@ -103,7 +111,7 @@ async def test_the_hot_index_holds_the_hot_facts_a_run_placed_and_waits_for_the_
 
     # An erased fact's copy (its vector and its words) goes with it.
     await handlers.admin_call("writes", "forget", {"fact_id": later, "confirm": True, "reason": "request"})
-    assert await _texts(handlers, HOT_FACTS) == {OLD, NEW, LONE}
+    assert await _texts(handlers, HOT_FACTS) == await _texts(handlers, HOT_EDGES) == {OLD, NEW, LONE}
     assert ids and await _texts(handlers, PENDING) == set()
 
 

@@ -48,10 +48,10 @@ async def _build(handlers: Handlers, scope: str) -> None:
             assert stored["stored"] is True, stored.get("error")
 
 
-def _search(scope_id: object, scope: str, query: str) -> Search:
-    """A search of all tiers of `scope`, with the graph capped at CAP edges a hop."""
+def _search(scope_id: object, scope: str, query: str, tier: str = "all") -> Search:
+    """A search of `tier` in `scope`, with the graph capped at CAP edges a hop."""
     return Search(caller=Caller(org="x", agent_id="test"), scopes=(Scope(str(scope_id), scope, scope),), query=query,
-                  as_of=None, at=datetime.now(tz=UTC), tier="all", top_k=10, include_episodes=True,
+                  as_of=None, at=datetime.now(tz=UTC), tier=tier, top_k=10, include_episodes=True,
                   settings=RetrievalSettings(graph_edge_cap=CAP), model="none")
 
 
@@ -119,3 +119,43 @@ async def test_several_seeds_share_one_first_hop_cap_of_their_lowest_id_edges(ha
     # The first hop is the CAP lowest-id edges of both seeds together, whichever seed and direction.
     assert set(touching[:CAP]) <= ids
     assert len(ids) <= 2 * CAP  # and the second hop at most CAP more
+
+
+HUB_EDGES = """
+SELECT f.id::text FROM facts f
+WHERE f.scope_id = %(scope)s AND (f.source_entity = %(hub)s::uuid OR f.target_entity = %(hub)s::uuid)
+ORDER BY f.id
+"""
+
+
+async def test_a_hot_search_walks_the_hot_edges_and_passes_over_the_consolidated(handlers: Handlers) -> None:
+    await _build(handlers, "graph-d")
+    conn = handlers.conn
+    scope_id = (await (await conn.execute("SELECT id FROM scopes WHERE name = 'graph-d'")).fetchone())[0]  # type: ignore[index]
+    hot, every = (_search(scope_id, "graph-d", f"what does the {HUB} call?", tier) for tier in ("hot", "all"))
+    named = await ch.named_entities(conn, hot)
+    hub = [r[0] for r in await (await conn.execute(HUB_EDGES, {"scope": scope_id, "hub": named[0]})).fetchall()]
+    assert len(hub) == SPOKES
+    # Nothing placed yet: every fact is hot, and both tiers see the same neighbourhood.
+    assert await ch.graph_neighbourhood(conn, hot, named) == await ch.graph_neighbourhood(conn, every, named)
+
+    # A run placed lower the hub's lowest-id edges (those the first hop took), one edge of the rest,
+    # and every third of the other facts.
+    others = [r[0] for r in await (await conn.execute(
+        "SELECT id::text FROM facts WHERE scope_id = %s AND NOT (id::text = ANY(%s)) ORDER BY id", (scope_id, hub)
+    )).fetchall()]
+    placed = hub[:CAP] + [hub[CAP + 1]] + others[::3]
+    await conn.execute("INSERT INTO fact_tiers (fact_id, tier) SELECT unnest(%s::uuid[]), 'consolidated' "
+                        "ON CONFLICT DO NOTHING", (placed,))
+    edges = await ch.graph_neighbourhood(conn, hot, named)
+    ids = [e[0] for e in edges]
+    assert ids and not set(ids) & set(placed)
+    # The first hop is the hub's lowest-id hot edges, as the every-tier walk would give them.
+    hot_hub = [fid for fid in hub if fid not in placed]
+    assert len(hot_hub) == SPOKES - CAP - 1 and set(hot_hub) <= set(ids)
+    assert ids == sorted(ids) and len(ids) <= 2 * CAP
+    assert {e[0] for e in await ch.graph_neighbourhood(conn, every, named)} >= set(hub[:CAP])
+
+    # Back in the hot tier (an undo), the hot walk sees them again.
+    await conn.execute("DELETE FROM fact_tiers WHERE fact_id = ANY(%s::uuid[])", (placed,))
+    assert await ch.graph_neighbourhood(conn, hot, named) == await ch.graph_neighbourhood(conn, every, named)

@@ -18,6 +18,12 @@ def test_the_ranking_statements_read_the_hot_index_and_what_waits_until_too_much
     assert "hot_facts" not in filtered and "NOT EXISTS (SELECT 1 FROM fact_tiers" in filtered
 
 
-@pytest.mark.parametrize("sql", (q.DENSE_FACTS_EXACT, q.LEXICAL_FACTS_TS_RANK, q.GRAPH_NEIGHBOURHOOD))
-def test_exact_fallback_and_graph_statements_always_filter_the_facts_table(sql: str) -> None:
+@pytest.mark.parametrize("sql", (q.DENSE_FACTS_EXACT, q.LEXICAL_FACTS_TS_RANK))
+def test_exact_fallback_statements_always_filter_the_facts_table(sql: str) -> None:
     assert {q.hot_statement(sql, n) for n in (0, 1, q.HOT_PENDING_EXACT + 1)} == {q.HOT_FILTERED[sql]}
+
+
+def test_the_graph_walks_the_hot_edges_however_many_facts_wait() -> None:
+    forms = {q.hot_statement(q.GRAPH_NEIGHBOURHOOD, n) for n in (0, 1, q.HOT_PENDING_EXACT + 1)}
+    assert forms == {q.HOT_GRAPH_NEIGHBOURHOOD}
+    assert "hot_edges" in q.HOT_GRAPH_NEIGHBOURHOOD and "fact_tiers" not in q.HOT_GRAPH_NEIGHBOURHOOD

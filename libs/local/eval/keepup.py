@@ -73,7 +73,8 @@ GROUP BY w.pid, w.query
 # What only consolidation's statements name, a run's or the copy's between runs: the tables they
 # write (consolidation/queries.py). A blocker's text is the statement it runs or last ran in its
 # transaction.
-RUN_MARKERS = ("fact_tiers", "digests", "consolidation_runs", "tier_moves", "hot_facts", "hot_pending")
+RUN_MARKERS = ("fact_tiers", "digests", "consolidation_runs", "tier_moves", "hot_facts", "hot_pending",
+               "hot_edges")
 
 PENDING = "SELECT count(*) FROM hot_pending p JOIN scopes s ON s.id = p.scope_id WHERE s.name = %(scope)s"
 NAMES = "SELECT e.name FROM entities e JOIN scopes s ON s.id = e.scope_id WHERE s.name = %(scope)s"

@@ -416,8 +416,9 @@ async def _postmaster(conn: psycopg.AsyncConnection) -> psutil.Process:
 
 
 # What a run writes: a tier row per moved fact, its tier moves, the new digest versions, and the
-# hot tier's copies it adds and the waiting rows it takes (the facts table is only read).
-RUN_TABLES = ("fact_tiers", "digests", "tier_moves", "hot_facts", "hot_pending")
+# hot tier's copies it adds, the waiting rows it takes and the hot edges its moves take out (the
+# facts table is only read).
+RUN_TABLES = ("fact_tiers", "digests", "tier_moves", "hot_facts", "hot_pending", "hot_edges")
 ALL_VISIBLE = "SELECT relallvisible::float / greatest(relpages, 1) FROM pg_class WHERE relname = %(table)s"
 
 
