@@ -6,9 +6,8 @@ import psycopg
 
 from echo_memory.libs.server.store.migrations import all_migrations
 from echo_memory.libs.server.store.schema import apply_migrations
+from echo_memory.libs.testing.migrations import migrate_before
 
-RECORD = "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)"
-CREATE_MIGRATIONS_TABLE = "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL)"
 SCOPE = "SELECT id FROM scopes WHERE name = 'shared'"
 ENTITY = "INSERT INTO entities (scope_id, name, type, created_by) VALUES (%s, %s, 'service', 'a') RETURNING id"
 FACT = """
@@ -30,12 +29,8 @@ PENDING = "SELECT f.text FROM hot_pending p JOIN facts f ON f.id = p.fact_id"
 
 def test_copies_made_before_it_stay_visible_and_those_of_ended_facts_wait_again(empty_database_url: str) -> None:
     vector = "[" + ",".join(["0.05"] * 384) + "]"
+    migrate_before(empty_database_url, 28)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
-        conn.execute(CREATE_MIGRATIONS_TABLE)
-        for migration in all_migrations():
-            if migration.version < 28:
-                conn.execute(migration.sql)
-                conn.execute(RECORD, (migration.version, migration.name))
         scope = conn.execute(SCOPE).fetchone()[0]  # type: ignore[index]
         entity = conn.execute(ENTITY, (scope, "Ledger")).fetchone()[0]  # type: ignore[index]
         facts = {text: conn.execute(FACT, {"scope": scope, "e": entity, "text": text, "ended": ended,

@@ -6,9 +6,8 @@ import psycopg
 
 from echo_memory.libs.server.store.migrations import all_migrations
 from echo_memory.libs.server.store.schema import apply_migrations
+from echo_memory.libs.testing.migrations import migrate_before
 
-RECORD = "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)"
-CREATE_MIGRATIONS_TABLE = "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL)"
 SCOPE = "SELECT id FROM scopes WHERE name = 'shared'"
 ENTITY = "INSERT INTO entities (scope_id, name, type, created_by) VALUES (%s, %s, 'service', 'a') RETURNING id"
 FACT = """
@@ -28,12 +27,8 @@ ORDER BY f.text
 
 def test_the_hot_facts_edges_are_filled_in_and_kept_by_every_later_move(empty_database_url: str) -> None:
     vector = "[" + ",".join(["0.05"] * 384) + "]"
+    migrate_before(empty_database_url, 32)
     with psycopg.connect(empty_database_url, autocommit=True) as conn:
-        conn.execute(CREATE_MIGRATIONS_TABLE)
-        for migration in all_migrations():
-            if migration.version < 32:
-                conn.execute(migration.sql)
-                conn.execute(RECORD, (migration.version, migration.name))
         scope = conn.execute(SCOPE).fetchone()[0]  # type: ignore[index]
         ledger, payouts = (conn.execute(ENTITY, (scope, name)).fetchone()[0]  # type: ignore[index]
                            for name in ("Ledger", "Payouts"))
